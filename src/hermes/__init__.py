@@ -1,0 +1,1 @@
+"""Hermes: a strict, fast, message-driven agent runtime."""

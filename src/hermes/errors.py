@@ -1,0 +1,139 @@
+"""The error family of Hermes.
+
+Inside the runtime, failures are typed exceptions carrying structured fields. At the edges they
+become data: a ``ToolResult(ok=False, error=...)`` for the model, a JSON error for an API client,
+one clear sentence for a person. ``code`` is the stable machine-readable name of each failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class HermesError(Exception):
+    """Base of every error Hermes raises on purpose."""
+
+    code: str = "hermes_error"
+    #: HTTP-style status an edge (CLI, HTTP API) reports for this failure.
+    status: int = 500
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as JSON-ready data (never includes secrets or whole argument values)."""
+        return {"type": self.code, "message": self.message}
+
+
+class ConfigError(HermesError):
+    """A configuration file or value is wrong; names the key and the file."""
+
+    code = "config_error"
+    status = 400
+
+    def __init__(self, message: str, *, key: str | None = None, file: str | None = None) -> None:
+        where = ", ".join(part for part in (file and f"file {file}", key and f"key '{key}'") if part)
+        super().__init__(f"{message} ({where})" if where else message, key=key, file=file)
+        self.key = key
+        self.file = file
+
+
+class InvalidIdError(HermesError):
+    """A session or user id is empty, too short, too long or has characters outside the charset."""
+
+    code = "invalid_id"
+    status = 400
+
+
+class InvalidInputError(HermesError):
+    """A user message cannot be accepted (empty, too large, not text)."""
+
+    code = "invalid_input"
+    status = 400
+
+
+class SessionBusyError(HermesError):
+    """Another turn of the same session is running and the caller asked not to wait."""
+
+    code = "session_busy"
+    status = 409
+
+
+class StoreError(HermesError):
+    """The store could not read or write (disk full, locked past the busy timeout, corrupt file)."""
+
+    code = "store_error"
+    status = 503
+
+
+class ModelError(HermesError):
+    """The model server failed: unreachable, timed out, answered 4xx/5xx or garbage."""
+
+    code = "model_error"
+    status = 502
+
+    def __init__(self, message: str, *, retryable: bool = False, status_code: int | None = None):
+        super().__init__(message, retryable=retryable, status_code=status_code)
+        self.retryable = retryable
+        self.status_code = status_code
+
+
+class ToolError(HermesError):
+    """Base of failures of one tool call; ``code`` becomes ``ToolResult.error.type``."""
+
+    code = "tool_error"
+    status = 400
+
+
+@dataclass(frozen=True, slots=True)
+class FieldProblem:
+    """One offending field of a tool call: its JSON path (``a.b[0]``) and what is wrong."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path or '<root>'}: {self.message}"
+
+
+class ToolArgumentError(ToolError):
+    """Arguments do not match the tool's JSON Schema; the message names every offending field."""
+
+    code = "invalid_arguments"
+
+    def __init__(self, problems: list[FieldProblem], *, tool: str | None = None) -> None:
+        self.problems = problems
+        self.tool = tool
+        prefix = f"invalid arguments for tool '{tool}'" if tool else "invalid arguments"
+        super().__init__(f"{prefix}: " + "; ".join(str(p) for p in problems))
+
+
+class ToolNotFoundError(ToolError):
+    """The model asked for a tool that is not registered (a hallucinated name)."""
+
+    code = "unknown_tool"
+    status = 404
+
+
+class ToolTimeoutError(ToolError):
+    """The tool did not finish within its timeout."""
+
+    code = "timeout"
+    status = 504
+
+
+class ToolExecutionError(ToolError):
+    """The tool raised; the message is the exception's type and text."""
+
+    code = "execution_error"
+    status = 500
+
+
+class SessionAccessError(HermesError):
+    """A session exists but belongs to another user."""
+
+    code = "session_forbidden"
+    status = 403

@@ -1,0 +1,6 @@
+"""Sessions: identity, append-only items, stores, the bounded context and the state machine."""
+
+from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
+from hermes.session.store import Store
+
+__all__ = ["ContextSlice", "Item", "SessionRecord", "SessionState", "Store"]

@@ -1,0 +1,59 @@
+"""The Store protocol: every backend (SQLite now, PostgreSQL later) implements it and passes
+the same conformance tests (``tests/session/test_store_conformance.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Persistence of sessions and their append-only item logs."""
+
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        """The session, or None if it does not exist."""
+        ...
+
+    async def ensure_session(
+        self, session_id: str, user_id: str | None, title: str | None = None
+    ) -> SessionRecord:
+        """The session, created if missing. Raises ``SessionAccessError`` when it exists and
+        belongs to another user, ``InvalidIdError`` when an id is malformed."""
+        ...
+
+    async def append(
+        self, session_id: str, items: Sequence[Item], state: SessionState | None = None
+    ) -> list[Item]:
+        """Append items (assigning ``seq`` and ``created_at``) and optionally save the state,
+        all in one transaction. Returns the stored items."""
+        ...
+
+    async def save_state(self, session_id: str, state: SessionState) -> None:
+        """Save the volatile state of a session."""
+        ...
+
+    async def context_slice(self, session_id: str, rounds: int) -> ContextSlice:
+        """The sticky items, latest summary and last ``rounds`` rounds of a session, read with
+        indexed queries whose cost does not grow with the session's length."""
+        ...
+
+    async def read_items(
+        self, session_id: str, after_seq: int = 0, before_seq: int | None = None, limit: int = 200
+    ) -> list[Item]:
+        """Items with ``after_seq < seq < before_seq`` in order, at most ``limit``."""
+        ...
+
+    async def list_sessions(self, user_id: str | None = None, limit: int = 50) -> list[SessionRecord]:
+        """Sessions, most recently active first."""
+        ...
+
+    def bulk_import(self, session_id: str, user_id: str | None, items: Iterable[Item]) -> int:
+        """Blocking bulk append for importing an existing conversation; returns the count."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections and threads."""
+        ...

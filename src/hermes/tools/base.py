@@ -1,0 +1,95 @@
+"""The tool contract: what a tool is, what a call gets, and what every call returns.
+
+A failed call is data, not an exception (DESIGN principle 2): ``ToolResult(ok=False, error=...)``
+goes back to the model so it can correct itself, and to the log and metrics.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ToolErrorInfo(BaseModel):
+    """The structured error of a failed call; ``type`` is a stable code (``invalid_arguments``,
+    ``unknown_tool``, ``timeout``, ``execution_error``, ``permission_denied`` …)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str
+    message: str
+
+
+class ToolResult(BaseModel):
+    """The outcome of one tool call (DESIGN "Core data")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ok: bool
+    output: Any = None
+    error: ToolErrorInfo | None = None
+    summary: str | None = None
+    duration_ms: float = 0.0
+    attempts: int = 1
+    cached: bool = False
+
+    @classmethod
+    def failure(cls, error_type: str, message: str, **fields: Any) -> ToolResult:
+        return cls(ok=False, error=ToolErrorInfo(type=error_type, message=message), **fields)
+
+    def to_model_text(self) -> str:
+        """The tool message the model reads: summary first (seed 002 §2.1), then the data.
+
+        Always a JSON object, so a model never mistakes a result for an instruction.
+        """
+        payload: dict[str, Any] = {"ok": self.ok}
+        if self.summary:
+            payload["summary"] = self.summary
+        if self.ok:
+            payload["output"] = self.output
+        elif self.error is not None:
+            payload["error"] = {"type": self.error.type, "message": self.error.message}
+        return json.dumps(payload, ensure_ascii=False, default=str)
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What the runtime tells a tool about the call it is serving.
+
+    A tool function receives it when it declares a parameter annotated ``ToolContext``; that
+    parameter never appears in the tool's JSON Schema.
+    """
+
+    session_id: str = ""
+    user_id: str | None = None
+    trace_id: str = ""
+    call_id: str = ""
+    workspace: Path = field(default_factory=Path.cwd)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Tool:
+    """A registered tool: its contract (name, description, JSON Schema) and its implementation.
+
+    ``fn`` may be sync (run in a worker thread) or async. ``context_param`` names the parameter
+    that receives the :class:`ToolContext`, if any. ``parallel_safe=False`` makes concurrent
+    calls of one model response run in order.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., Any]
+    is_async: bool = False
+    output_schema: dict[str, Any] | None = None
+    timeout: float = 10.0
+    summary: Callable[[Any], str] | None = None
+    context_param: str | None = None
+    parallel_safe: bool = True
+    toolset: str = "default"
