@@ -35,7 +35,9 @@ class ConfigError(HermesError):
     status = 400
 
     def __init__(self, message: str, *, key: str | None = None, file: str | None = None) -> None:
-        where = ", ".join(part for part in (file and f"file {file}", key and f"key '{key}'") if part)
+        where = ", ".join(
+            part for part in (file and f"file {file}", key and f"key '{key}'") if part
+        )
         super().__init__(f"{message} ({where})" if where else message, key=key, file=file)
         self.key = key
         self.file = file

@@ -1,0 +1,1 @@
+"""The agent loop: lock → state → context → model ⇄ tools → reply."""

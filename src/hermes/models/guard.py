@@ -13,33 +13,33 @@ from collections.abc import Iterator
 
 from hermes.errors import ModelError
 
-_blocked = os.environ.get("HERMES_BLOCK_MODEL_REQUESTS", "") not in ("", "0", "false")
+
+class _Guard:
+    blocked: bool = os.environ.get("HERMES_BLOCK_MODEL_REQUESTS", "") not in ("", "0", "false")
 
 
 def block_model_requests(blocked: bool = True) -> None:
     """Turn the guard on (or off) for this process."""
-    global _blocked
-    _blocked = blocked
+    _Guard.blocked = blocked
 
 
 def model_requests_blocked() -> bool:
-    return _blocked
+    return _Guard.blocked
 
 
 @contextlib.contextmanager
 def allow_model_requests() -> Iterator[None]:
     """Allow real model requests inside this block, then restore the previous setting."""
-    global _blocked
-    previous, _blocked = _blocked, False
+    previous, _Guard.blocked = _Guard.blocked, False
     try:
         yield
     finally:
-        _blocked = previous
+        _Guard.blocked = previous
 
 
 def check_model_request(model_name: str) -> None:
     """Raise if real model requests are blocked (inside the test suite)."""
-    if _blocked:
+    if _Guard.blocked:
         raise ModelError(
             f"real model request to '{model_name}' blocked: the test suite forbids them "
             "(use hermes.testing.ScriptedModel/FunctionModel, or allow_model_requests())"

@@ -46,7 +46,9 @@ class Store(Protocol):
         """Items with ``after_seq < seq < before_seq`` in order, at most ``limit``."""
         ...
 
-    async def list_sessions(self, user_id: str | None = None, limit: int = 50) -> list[SessionRecord]:
+    async def list_sessions(
+        self, user_id: str | None = None, limit: int = 50
+    ) -> list[SessionRecord]:
         """Sessions, most recently active first."""
         ...
 

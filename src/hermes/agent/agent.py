@@ -1,0 +1,238 @@
+"""The Agent: the public entry point that ties a model, tools and a store into turns.
+
+    agent = Agent(model=FunctionModel(script), tools=[add], store="hermes.db")
+    result = await agent.run("what is 2+3?", session_id="session-0001", user_id="u1")
+
+With no model it runs the offline rule brain with the built-in calculator and clock, so a
+newcomer can hold a conversation with no server and no key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from hermes.agent.events import AgentEvent, TurnFinished
+from hermes.agent.history import import_chat_history
+from hermes.agent.locks import SessionLocks
+from hermes.agent.result import RunResult
+from hermes.agent.turn import Runtime, TurnSettings, run_turn
+from hermes.errors import InvalidInputError
+from hermes.messages import Message
+from hermes.models.base import Model
+from hermes.models.brain import RuleBrain
+from hermes.observe import log_context
+from hermes.session.fsm import StateMachineSpec
+from hermes.session.ids import new_session_id, validate_session_id, validate_user_id
+from hermes.session.open import open_store
+from hermes.session.store import Store
+from hermes.session.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
+from hermes.tools.base import Tool
+from hermes.tools.builtin import BUILTIN_TOOLS
+from hermes.tools.decorator import as_tool
+from hermes.tools.registry import ToolRegistry
+
+DEFAULT_BUILTINS = ("calculator", "current_time")
+ToolLike = str | Tool | Callable[..., Any]
+
+
+class Agent:
+    """A message-driven agent: ``run`` one turn, ``stream`` its events, ``handle`` a Message.
+
+    ``tools`` takes ``@tool`` functions, ``Tool`` objects and names of built-in tools; when it
+    is omitted the built-ins ``calculator`` and ``current_time`` are offered. ``store`` is a
+    ``Store`` or a SQLite file path (default ``./.hermes/hermes.db``).
+    """
+
+    def __init__(
+        self,
+        model: Model | None = None,
+        tools: Iterable[ToolLike] | None = None,
+        store: Store | str | Path | None = None,
+        *,
+        instructions: str | None = None,
+        max_iterations: int = 8,
+        turn_timeout: float = 120.0,
+        context_rounds: int = 12,
+        context_budget_tokens: int = 6000,
+        max_message_chars: int = 100_000,
+        max_unknown_tools: int = 3,
+        summary_min_backlog: int = 8,
+        workspace: str | Path | None = None,
+        summarizer: Summarizer | None = None,
+        states_file: str | Path | None = None,
+    ) -> None:
+        if max_iterations < 1 or turn_timeout <= 0 or context_rounds < 1:
+            raise ValueError("max_iterations, context_rounds must be >= 1 and turn_timeout > 0")
+        self.model: Model = model if model is not None else RuleBrain()
+        self.tools = ToolRegistry()
+        for item in DEFAULT_BUILTINS if tools is None else tools:
+            self.tools.register(_resolve_tool(item))
+        self.store: Store = open_store(store)
+        self.max_message_chars = max_message_chars
+        if summarizer is None:
+            summarizer = (
+                ExtractiveSummarizer()
+                if isinstance(self.model, RuleBrain)
+                else ModelSummarizer(self.model, fallback=ExtractiveSummarizer())
+            )
+        self._runtime = Runtime(
+            model=self.model,
+            tools=self.tools,
+            store=self.store,
+            states=StateMachineSpec(states_file),
+            summarizer=summarizer,
+            settings=TurnSettings(
+                instructions=instructions,
+                max_iterations=max_iterations,
+                turn_timeout=turn_timeout,
+                context_rounds=context_rounds,
+                context_budget_tokens=context_budget_tokens,
+                max_unknown_tools=max_unknown_tools,
+                summary_min_backlog=summary_min_backlog,
+                workspace=Path(workspace) if workspace is not None else Path.cwd(),
+            ),
+        )
+        self._locks = SessionLocks()
+
+    # -- turns ----------------------------------------------------------------------------------
+    async def run(
+        self,
+        text: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        channel: str = "python",
+        trace_id: str | None = None,
+    ) -> RunResult:
+        """Run one turn and return its result (reply, state, trace_id, tool calls)."""
+        message = Message.request(
+            _check_text(text, self.max_message_chars),
+            channel=channel,
+            session_id=session_id,
+            user_id=user_id,
+            trace_id=trace_id,
+        )
+        return await self._turn(message, _ignore)
+
+    async def stream(
+        self,
+        text: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        channel: str = "python",
+        trace_id: str | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Run one turn, yielding its events as they happen; the last is ``TurnFinished``."""
+        message = Message.request(
+            _check_text(text, self.max_message_chars),
+            channel=channel,
+            session_id=session_id,
+            user_id=user_id,
+            trace_id=trace_id,
+        )
+        queue: asyncio.Queue[AgentEvent | BaseException] = asyncio.Queue()
+
+        async def produce() -> None:
+            try:
+                result = await self._turn(message, queue.put_nowait)
+                queue.put_nowait(TurnFinished(result))
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer, re-raised there
+                queue.put_nowait(exc)
+
+        task = asyncio.ensure_future(produce())
+        try:
+            while True:
+                event = await queue.get()
+                if isinstance(event, BaseException):
+                    raise event
+                yield event
+                if isinstance(event, TurnFinished):
+                    break
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def handle(self, message: Message) -> Message:
+        """Answer a Message from any channel with a response Message (``reply_to`` linked)."""
+        _check_text(message.content, self.max_message_chars)
+        result = await self._turn(message, _ignore)
+        return message.reply(
+            result.reply,
+            session_id=result.session_id,
+            state=result.state,
+            tool_calls=result.to_json_dict()["tool_calls"],
+        )
+
+    async def _turn(self, message: Message, emit: Callable[[AgentEvent], None]) -> RunResult:
+        user_id = None if message.user_id is None else validate_user_id(message.user_id)
+        raw_session = message.session_id
+        session_id = new_session_id() if raw_session is None else validate_session_id(raw_session)
+        with log_context(msg_id=message.msg_id, trace_id=message.trace_id, session_id=session_id):
+            async with self._locks.hold(session_id):
+                return await run_turn(self._runtime, message, session_id, user_id, emit)
+
+    # -- history and lifecycle ------------------------------------------------------------------
+    def import_history(
+        self, session_id: str, messages: Sequence[dict[str, Any]], *, user_id: str | None = None
+    ) -> int:
+        """Bring an existing chat-format conversation into a session (blocking, bulk).
+
+        Returns the number of items stored. History older than the context window is folded
+        into a summary at once, so the next turn costs what it costs in a short session.
+        """
+        return import_chat_history(
+            self.store,
+            validate_session_id(session_id),
+            None if user_id is None else validate_user_id(user_id),
+            messages,
+            rounds=max(1, self._runtime.settings.context_rounds - 1),
+        )
+
+    async def aclose(self) -> None:
+        """Close the store (and the model's connections, if it has any)."""
+        closer = getattr(self.model, "aclose", None)
+        if closer is not None:
+            await closer()
+        await self.store.close()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _ignore(event: AgentEvent) -> None:
+    """The event sink of ``run``: events are only built for ``stream``."""
+
+
+def _resolve_tool(item: ToolLike) -> Tool:
+    if isinstance(item, str):
+        builtin = BUILTIN_TOOLS.get(item)
+        if builtin is None:
+            known = ", ".join(sorted(BUILTIN_TOOLS))
+            raise ValueError(f"unknown built-in tool '{item}' (built-ins: {known})")
+        return builtin
+    return as_tool(item)
+
+
+def _check_text(text: object, limit: int) -> str:
+    if not isinstance(text, str):
+        raise InvalidInputError(f"a message must be text, got {type(text).__name__}")
+    if not text.strip():
+        raise InvalidInputError("the message is empty / 消息为空")
+    if len(text) > limit:
+        raise InvalidInputError(
+            f"the message is too long: {len(text):,} characters (limit {limit:,}) / "
+            f"消息过长：{len(text):,} 个字符（上限 {limit:,}）"
+        )
+    if "\x00" in text:
+        raise InvalidInputError("the message contains a NUL character / 消息包含非法的 NUL 字符")
+    return text

@@ -1,0 +1,62 @@
+"""Build an Agent from configuration (``hermes.yaml`` or the embedded defaults)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hermes.agent.agent import Agent
+from hermes.config import LoadedConfig
+from hermes.models.base import Model
+from hermes.models.brain import RuleBrain
+from hermes.models.openai_compat import OpenAICompatModel
+from hermes.observe import configure_logging
+
+
+def build_model(loaded: LoadedConfig, *, offline: bool = False) -> Model:
+    """The configured model, or the offline rule brain when none is configured."""
+    mc = loaded.config.model
+    if mc is None or offline:
+        return RuleBrain(loaded.intent_files)
+    return OpenAICompatModel(
+        base_url=mc.base_url,
+        api_key=mc.api_key,
+        model=mc.model,
+        temperature=mc.temperature,
+        max_tokens=mc.max_tokens,
+        timeout=mc.timeout,
+        connect_timeout=mc.connect_timeout,
+        max_retries=mc.max_retries,
+        tool_mode=mc.tool_mode,
+        stream=mc.stream,
+        extra_headers=dict(mc.extra_headers) or None,
+    )
+
+
+def build_agent(
+    loaded: LoadedConfig,
+    *,
+    offline: bool = False,
+    store: str | Path | None = None,
+    log_to_file: bool = True,
+) -> Agent:
+    """An Agent for a loaded configuration.
+
+    ``offline`` forces the rule brain (``hermes demo``); ``store`` overrides the store path.
+    """
+    if log_to_file and loaded.log_file is not None:
+        configure_logging(loaded.log_file, loaded.config.logging.level)
+    ac = loaded.config.agent
+    return Agent(
+        model=build_model(loaded, offline=offline),
+        tools=loaded.config.tools.builtins,
+        store=store if store is not None else loaded.store_path,
+        instructions=ac.instructions,
+        max_iterations=ac.max_iterations,
+        turn_timeout=ac.turn_timeout,
+        context_rounds=ac.context_rounds,
+        context_budget_tokens=ac.context_budget_tokens,
+        max_message_chars=ac.max_message_chars,
+        max_unknown_tools=ac.max_unknown_tools,
+        summary_min_backlog=ac.summary_min_backlog,
+        workspace=loaded.workspace,
+    )

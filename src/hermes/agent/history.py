@@ -1,0 +1,156 @@
+"""Import an existing chat-format conversation into a session (issue 2 §10).
+
+The messages are converted to items and written in one bulk transaction; history older than
+the context window is folded into one summary at import time, so the first turn after an
+import of 100,000 messages costs what a turn in a short session costs (DESIGN principle 5).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+
+from hermes.errors import InvalidInputError
+from hermes.models.json_repair import loads_lenient
+from hermes.session.items import Item
+from hermes.session.store import Store
+from hermes.session.summary import ExtractiveSummarizer
+
+T = TypeVar("T")
+
+_ROLES = {"system", "user", "assistant", "tool", "function"}
+
+
+def import_chat_history(
+    store: Store,
+    session_id: str,
+    user_id: str | None,
+    messages: Sequence[dict[str, Any]],
+    *,
+    rounds: int,
+) -> int:
+    """Blocking import; returns the number of items stored (summary included)."""
+    items = [item for i, m in enumerate(messages) for item in _convert(i, m)]
+    return _run_blocking(_import(store, session_id, user_id, items, rounds))
+
+
+async def _import(
+    store: Store, session_id: str, user_id: str | None, items: list[Item], rounds: int
+) -> int:
+    record = await store.ensure_session(session_id, user_id)
+    window_start = _window_start(items, rounds)
+    if window_start > 0:
+        backlog = items[:window_start]
+        text = await ExtractiveSummarizer().summarize(None, backlog)
+        items.append(
+            Item(
+                "system",
+                "summary",
+                text,
+                meta={"covers_until": record.last_seq + window_start, "imported": True},
+            )
+        )
+    return await asyncio.to_thread(store.bulk_import, session_id, user_id, items)
+
+
+def _window_start(items: list[Item], rounds: int) -> int:
+    """Index of the first item of the last ``rounds`` rounds (0 if there are fewer)."""
+    seen = 0
+    for index in range(len(items) - 1, -1, -1):
+        item = items[index]
+        if item.role == "user" and item.kind == "text":
+            seen += 1
+            if seen == rounds:
+                return index
+    return 0
+
+
+def _text(index: int, content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: keep the text ones
+        parts = [
+            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+        ]
+        return "\n".join(str(p) for p in parts)
+    raise InvalidInputError(f"messages[{index}].content must be a string or a list of parts")
+
+
+def _convert(index: int, message: Any) -> list[Item]:
+    """One chat-format message as items; a malformed message is named by its index."""
+    if not isinstance(message, dict):
+        raise InvalidInputError(f"messages[{index}] is not an object")
+    role = message.get("role")
+    if role not in _ROLES:
+        raise InvalidInputError(
+            f"messages[{index}].role is {role!r}; expected one of {sorted(_ROLES)}"
+        )
+    created = _timestamp(message.get("timestamp"))
+    text = _text(index, message.get("content"))
+    if role in ("system", "user"):
+        return [Item(role, "text", text, sticky=role == "system", created_at=created)]
+    if role in ("tool", "function"):
+        call_id = message.get("tool_call_id") or f"imported-{index}"
+        return [
+            Item(
+                "tool",
+                "tool_result",
+                text,
+                tool_call_id=str(call_id),
+                tool_name=message.get("name"),
+                created_at=created,
+            )
+        ]
+    items = [Item("assistant", "text", text, created_at=created)] if text else []
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function", {}) if isinstance(call, dict) else {}
+        name = fn.get("name")
+        if not isinstance(name, str) or not name:
+            raise InvalidInputError(f"messages[{index}].tool_calls: a call has no function name")
+        items.append(
+            Item(
+                "assistant",
+                "tool_call",
+                _arguments(fn.get("arguments")),
+                tool_call_id=str(call.get("id") or f"imported-{index}"),
+                tool_name=name,
+                created_at=created,
+            )
+        )
+    return items
+
+
+def _arguments(raw: Any) -> str:
+    if isinstance(raw, dict):
+        return json.dumps(raw, ensure_ascii=False)
+    if isinstance(raw, str):
+        try:
+            value = loads_lenient(raw)
+        except ValueError:
+            return json.dumps({}, ensure_ascii=False)
+        return json.dumps(value if isinstance(value, dict) else {}, ensure_ascii=False)
+    return "{}"
+
+
+def _timestamp(value: Any) -> float:
+    if isinstance(value, int | float) and value > 0:
+        return float(value)
+    return 0.0
+
+
+def _run_blocking(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, also when a loop runs in this thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+__all__ = ["import_chat_history"]

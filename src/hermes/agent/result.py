@@ -1,0 +1,56 @@
+"""What a turn returns (``hermes run --json`` prints exactly ``RunResult.to_json_dict()``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+TurnOutcome = Literal["ok", "error", "max_iterations", "timeout", "refused"]
+
+
+@dataclass(slots=True)
+class ToolCallRecord:
+    """One tool call made during a turn, as a caller sees it."""
+
+    name: str
+    arguments: dict[str, Any]
+    ok: bool
+    call_id: str = ""
+    error_type: str | None = None
+    duration_ms: float = 0.0
+
+
+@dataclass(slots=True)
+class RunResult:
+    """The outcome of one turn.
+
+    ``outcome`` is ``ok`` for a normal reply; otherwise the reply is an honest message to the
+    user and ``error`` holds ``{"type", "message"}`` for programs.
+    """
+
+    reply: str
+    session_id: str
+    state: str
+    trace_id: str
+    msg_id: str = ""
+    reply_msg_id: str = ""
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    outcome: TurnOutcome = "ok"
+    error: dict[str, str] | None = None
+    iterations: int = 0
+    model: str = ""
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The public JSON contract of ``hermes run --json`` and ``POST /v1/chat``."""
+        data: dict[str, Any] = {
+            "reply": self.reply,
+            "session_id": self.session_id,
+            "state": self.state,
+            "tool_calls": [
+                {"name": c.name, "arguments": c.arguments, "ok": c.ok} for c in self.tool_calls
+            ],
+            "trace_id": self.trace_id,
+        }
+        if self.error is not None:
+            data["error"] = self.error
+        return data

@@ -1,0 +1,58 @@
+"""The annotated ``hermes.yaml.example``: every key with its default and what it does."""
+
+from __future__ import annotations
+
+EXAMPLE_CONFIG = """\
+# hermes.yaml — Hermes configuration.
+# Hermes looks for: --config FILE, then $HERMES_CONFIG, then ./hermes.yaml,
+# then ~/.hermes/hermes.yaml; with no file it runs the offline rule brain.
+# 没有配置文件时使用离线规则引擎（offline rule brain），数据存放在 ./.hermes/ 下。
+#
+# Any string value may use ${VAR} or ${VAR:-default}; variables come from the
+# environment or a .env file (the environment wins). Write $${ for a literal "${".
+# 密钥请放在环境变量或 .env 文件中，不要直接写进配置文件。
+
+# An OpenAI-compatible chat completions server. Remove this section (or write
+# `model: null`) to use the offline rule brain instead.
+model:
+  provider: openai_compatible
+  # A local server: vLLM, llama.cpp server, Ollama (http://127.0.0.1:11434/v1), LM Studio ...
+  base_url: ${HERMES_BASE_URL:-http://127.0.0.1:8000/v1}
+  # Local servers usually need no key; an empty value means "send none".
+  api_key: ${HERMES_API_KEY:-}
+  model: ${HERMES_MODEL:-qwen2.5-7b-instruct}
+  temperature: 0.2          # 0..2; tool calling wants it low (seed 002 §3.1)
+  max_tokens: null          # null: the server's default
+  timeout: 60               # seconds for a whole request
+  connect_timeout: 10       # seconds to open the connection
+  max_retries: 2            # 0..10, on timeouts and 5xx
+  tool_mode: native         # native: the server's `tools`; hermes: <tool_call> tags in the prompt
+  stream: false
+  extra_headers: {}         # e.g. {X-Tenant: ops}
+
+agent:
+  instructions: null        # system prompt; null uses the built-in one
+  max_iterations: 8         # model calls per turn
+  turn_timeout: 120         # seconds
+  context_rounds: 12        # recent rounds kept verbatim, older ones summarised
+  context_budget_tokens: 6000
+  max_message_chars: 100000
+  summary_min_backlog: 8
+  max_unknown_tools: 3      # hallucinated tool names before the turn stops
+
+store:
+  path: .hermes/hermes.db   # SQLite; relative to the directory Hermes runs in
+
+logging:
+  file: .hermes/logs/hermes.log   # JSON lines; null disables logging
+  level: INFO               # DEBUG, INFO, WARNING or ERROR
+
+brain:
+  intents: []               # extra intent YAML files for the offline brain
+                            # 自定义意图文件（中英文关键词与槽位）
+
+tools:
+  builtins: [calculator, current_time]
+  # Also available: read_file, write_file, list_files, http_request, shell.
+  workspace: .              # file tools stay inside this directory
+"""

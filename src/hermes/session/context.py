@@ -1,0 +1,217 @@
+"""Build the chat messages of one model call from a bounded context slice (seed 001 §2.2–2.3).
+
+The order is: system prompt, summary of the earlier conversation, sticky notes older than the
+window, extra system blocks (recalled memories, state hints), then the window — the last rounds,
+converted to OpenAI chat format. A round starts at a user text item.
+
+seed 001 §2.3: OpenAI-style APIs reject a request where an assistant ``tool_calls`` message is
+not followed by one tool message per call, or where a tool message has no call before it.
+Trimming breaks such pairs, so the builder always repairs them: a missing result becomes a
+synthetic ``missing_result`` error, a result without its call is dropped, and results follow
+their calls in call order. Budget trimming then drops whole rounds, which never splits a call
+from its result.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from hermes.session.items import ContextSlice, Item
+from hermes.session.tokens import REPLY_PRIMING, count_tokens, message_tokens
+
+Message = dict[str, Any]
+
+#: seed 001 §2.2: the window keeps the last 12 rounds in full by default.
+DEFAULT_ROUNDS = 12
+
+SUMMARY_HEADER = "Summary of the earlier conversation:\n"
+STICKY_HEADER = "Notes kept from earlier in this conversation:\n"
+MISSING_RESULT = json.dumps(
+    {
+        "ok": False,
+        "error": {
+            "type": "missing_result",
+            "message": "the result of this tool call is not available (the call was interrupted "
+            "or its result was trimmed); call the tool again if the result is still needed",
+        },
+    }
+)
+#: A truncated tool result keeps at least this many characters.
+MIN_KEPT_CHARS = 200
+
+
+@dataclass(slots=True)
+class BuiltContext:
+    """The messages of one model call and what building them cost.
+
+    ``tokens`` is the estimate of the whole request; it exceeds the budget only when the fixed
+    part (system prompt, summary, sticky notes, extra blocks) plus the last round, with its tool
+    results cut to ``MIN_KEPT_CHARS``, is larger. ``dropped_rounds`` counts whole rounds left
+    out for the budget, ``repaired`` the tool pairing fixes, ``truncated`` the shortened results.
+    """
+
+    messages: list[Message]
+    tokens: int
+    dropped_rounds: int = 0
+    repaired: int = 0
+    truncated: int = 0
+
+
+def build_messages(
+    slice: ContextSlice,
+    *,
+    system_prompt: str | None,
+    budget_tokens: int,
+    extra_system: list[str] | None = None,
+) -> BuiltContext:
+    """The chat messages for ``slice``, repaired and fitted to ``budget_tokens``.
+
+    Over budget, the oldest whole rounds are dropped (never the last one); if the last round
+    alone is still too large, its longest tool results are shortened with a ``[truncated]`` note.
+    """
+    head = _head(slice, system_prompt, extra_system)
+    rounds, repaired = _rounds(slice.window)
+    head_tokens = REPLY_PRIMING + sum(message_tokens(m) for m in head)
+    round_tokens = [sum(message_tokens(m) for m in r) for r in rounds]
+    total = head_tokens + sum(round_tokens)
+    dropped = 0
+    while total > budget_tokens and len(rounds) - dropped > 1:
+        total -= round_tokens[dropped]
+        dropped += 1
+    kept = rounds[dropped:]
+    truncated = 0
+    if total > budget_tokens and kept:
+        total, truncated = _shrink_tool_results(kept[-1], total, budget_tokens)
+    messages = head
+    for round_messages in kept:
+        messages.extend(round_messages)
+    return BuiltContext(messages, total, dropped, repaired, truncated)
+
+
+def _head(slice: ContextSlice, system_prompt: str | None, extra: list[str] | None) -> list[Message]:
+    head: list[Message] = []
+    if system_prompt:
+        head.append({"role": "system", "content": system_prompt})
+    summary = slice.summary
+    if summary is not None and summary.content.strip():
+        head.append({"role": "system", "content": SUMMARY_HEADER + summary.content})
+    notes = [_sticky_line(item) for item in slice.sticky if item.kind != "summary"]
+    if notes:
+        head.append({"role": "system", "content": STICKY_HEADER + "\n".join(notes)})
+    head.extend({"role": "system", "content": block} for block in extra or () if block)
+    return head
+
+
+def _sticky_line(item: Item) -> str:
+    if item.kind == "tool_call":
+        return f"- {item.role} called {item.tool_name}({item.content})"
+    if item.kind == "tool_result":
+        return f"- result of {item.tool_name or item.tool_call_id}: {item.content}"
+    return f"- {item.role}: {item.content}"
+
+
+def _convert(window: list[Item]) -> tuple[list[Message], dict[str, str], int]:
+    """Window items → messages without tool results, plus the results by call id.
+
+    Consecutive assistant items (text and tool calls) become one assistant message. Summary and
+    state items are log markers, not conversation, and are skipped.
+    """
+    messages: list[Message] = []
+    results: dict[str, str] = {}
+    call_ids: set[str] = set()
+    repaired = 0
+    assistant: Message | None = None
+    for item in window:
+        kind = item.kind
+        if kind in ("summary", "state"):
+            continue
+        if kind == "tool_call" or (kind == "text" and item.role == "assistant"):
+            if assistant is None:
+                assistant = {"role": "assistant", "content": None}
+                messages.append(assistant)
+            if kind == "text":
+                previous = assistant["content"]
+                assistant["content"] = (
+                    item.content if previous is None else previous + "\n" + item.content
+                )
+                continue
+            call_id = item.tool_call_id or f"call_{item.seq}"
+            if call_id in call_ids:  # a duplicated id would make the pairing ambiguous
+                repaired += 1
+                continue
+            call_ids.add(call_id)
+            function = {"name": item.tool_name or "unknown", "arguments": item.content or "{}"}
+            assistant.setdefault("tool_calls", []).append(
+                {"id": call_id, "type": "function", "function": function}
+            )
+            continue
+        assistant = None
+        if kind == "tool_result":
+            if item.tool_call_id and item.tool_call_id not in results:
+                results[item.tool_call_id] = item.content
+            else:  # no id, or a second result for the same call
+                repaired += 1
+        elif item.role in ("user", "system"):
+            messages.append({"role": item.role, "content": item.content})
+        else:  # a text item with role "tool" has no call to answer
+            repaired += 1
+    return messages, results, repaired
+
+
+def _rounds(window: list[Item]) -> tuple[list[list[Message]], int]:
+    """The window as rounds of messages, each call followed by its result (seed 001 §2.3)."""
+    converted, results, repaired = _convert(window)
+    rounds: list[list[Message]] = []
+    current: list[Message] = []
+    for message in converted:
+        role = message["role"]
+        if role == "user" and current:
+            rounds.append(current)
+            current = []
+        calls = message.get("tool_calls")
+        if role == "assistant" and not calls and message["content"] is None:
+            continue  # every call of it was a duplicate
+        current.append(message)
+        for call in calls or ():
+            content = results.pop(call["id"], None)
+            if content is None:
+                repaired += 1
+                content = MISSING_RESULT
+            current.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+    if current:
+        rounds.append(current)
+    repaired += len(results)  # results whose call is not in the window are dropped
+    return rounds, repaired
+
+
+def _shrink_tool_results(messages: list[Message], total: int, budget: int) -> tuple[int, int]:
+    """Shorten the longest tool results of ``messages`` (in place) until ``total`` fits.
+
+    Returns the new total and how many results were shortened. Python strings index code
+    points, so a cut never splits a Chinese character.
+    """
+    originals: dict[int, str] = {}
+    kept: dict[int, int] = {}
+    tokens = {i: count_tokens(m["content"]) for i, m in enumerate(messages) if m["role"] == "tool"}
+    while total > budget and tokens:
+        index = max(tokens, key=tokens.__getitem__)
+        original = originals.setdefault(index, messages[index]["content"])
+        have = kept.get(index, len(original))
+        before = tokens[index]
+        # Keep a share of the characters proportional to the tokens that may stay.
+        keep = max(MIN_KEPT_CHARS, int(have * max(0, before - (total - budget)) / max(before, 1)))
+        if keep >= have:
+            del tokens[index]  # at its minimum already
+            continue
+        shortened = f"{original[:keep]}\n[truncated: {keep} of {len(original)} characters shown]"
+        after = count_tokens(shortened)
+        if after >= before:  # the note would cost more than the cut saves
+            del tokens[index]
+            continue
+        messages[index] = {**messages[index], "content": shortened}
+        kept[index] = keep
+        tokens[index] = after
+        total += after - before
+    return total, len(kept)

@@ -1,0 +1,103 @@
+"""Versioned schema of the SQLite session store.
+
+``MIGRATIONS[i]`` upgrades a database from version ``i`` to ``i + 1``; the version lives in
+``PRAGMA user_version``. Each step runs in its own ``BEGIN IMMEDIATE`` transaction together
+with the version bump, so a crash leaves the database at a whole version. Steps are append-only:
+never edit a released step, add a new one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from hermes.errors import StoreError
+
+Migration = Sequence[str]
+
+_V1: Migration = (
+    """
+    CREATE TABLE sessions (
+        session_id       TEXT PRIMARY KEY,
+        user_id          TEXT,
+        title            TEXT,
+        created_at       REAL NOT NULL,
+        last_active      REAL NOT NULL,
+        item_count       INTEGER NOT NULL DEFAULT 0,
+        last_seq         INTEGER NOT NULL DEFAULT 0,
+        fsm_state        TEXT NOT NULL DEFAULT 'idle',
+        state_entered_at REAL NOT NULL DEFAULT 0,
+        scratch          TEXT NOT NULL DEFAULT '{}',
+        token_estimate   INTEGER NOT NULL DEFAULT 0
+    )
+    """,
+    "CREATE INDEX sessions_by_activity ON sessions (last_active DESC)",
+    "CREATE INDEX sessions_by_user_activity ON sessions (user_id, last_active DESC)",
+    """
+    CREATE TABLE items (
+        session_id   TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+        seq          INTEGER NOT NULL,
+        role         TEXT NOT NULL,
+        kind         TEXT NOT NULL,
+        content      TEXT NOT NULL,
+        tool_call_id TEXT,
+        tool_name    TEXT,
+        sticky       INTEGER NOT NULL DEFAULT 0,
+        trace_id     TEXT,
+        meta         TEXT,
+        created_at   REAL NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    )
+    """,
+    # Partial indexes: each read a turn makes (start of the N-th last round, latest summary,
+    # sticky items) is a seek into a small index, whatever the session's length (DESIGN §5).
+    "CREATE INDEX items_round_starts ON items (session_id, seq) "
+    "WHERE role = 'user' AND kind = 'text'",
+    "CREATE INDEX items_summaries ON items (session_id, seq) WHERE kind = 'summary'",
+    "CREATE INDEX items_sticky ON items (session_id, seq) WHERE sticky = 1",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The schema version recorded in the database (0 for a new, empty file)."""
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0])
+
+
+def apply_migrations(
+    conn: sqlite3.Connection, where: str, steps: Sequence[Migration] = MIGRATIONS
+) -> int:
+    """Bring the database up to ``len(steps)``; return the resulting version.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``). Raises ``StoreError`` when
+    the database was written by a newer Hermes (a newer schema than ``steps`` knows), naming
+    ``where`` (the file). ``sqlite3.Error`` from a step propagates after a rollback.
+    """
+    target = len(steps)
+    version = schema_version(conn)
+    while version < target:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-read under the write lock: another process may have migrated meanwhile.
+            version = schema_version(conn)
+            if version < target:
+                for statement in steps[version]:
+                    conn.execute(statement)
+                version += 1
+                conn.execute(f"PRAGMA user_version = {version:d}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    if version > target:
+        raise StoreError(
+            f"the database {where} has schema version {version}, newer than this Hermes "
+            f"supports ({target}); upgrade Hermes or use another database file",
+            path=where,
+            version=version,
+        )
+    return version

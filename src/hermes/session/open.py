@@ -1,0 +1,54 @@
+"""Turn what a user wrote for ``store=`` (nothing, a path, a URL, a ready store) into a Store."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hermes.errors import ConfigError
+from hermes.session.sqlite_store import DEFAULT_DB_PATH, SQLiteStore
+from hermes.session.store import Store
+
+_SQLITE_SCHEME = "sqlite://"
+_SERVER_SCHEMES = ("postgres://", "postgresql://", "redis://")
+
+
+def open_store(
+    spec: str | os.PathLike[str] | Store | None, *, base_dir: Path | None = None
+) -> Store:
+    """The store ``spec`` names.
+
+    - ``None``: the default SQLite file ``.hermes/hermes.db`` under ``base_dir`` (or the current
+      directory);
+    - a path (``str`` or ``PathLike``), optionally as ``sqlite:///abs/path`` or
+      ``sqlite://relative/path``: a :class:`SQLiteStore` on that file; a relative path is taken
+      from ``base_dir`` when given; ``":memory:"`` is a private in-memory database;
+    - a ready :class:`Store`: returned as is.
+
+    Raises ``ConfigError`` for a server URL whose backend is not available or an unusable
+    value, ``StoreError`` when the file cannot be opened.
+    """
+    if spec is None:
+        return SQLiteStore((base_dir or Path.cwd()) / DEFAULT_DB_PATH)
+    if isinstance(spec, os.PathLike):
+        return SQLiteStore(_resolve(Path(spec), base_dir))
+    if isinstance(spec, str):
+        text = spec.strip()
+        if text.startswith(_SERVER_SCHEMES):
+            scheme = text.split(":", 1)[0]
+            raise ConfigError(f"the '{scheme}' store backend is not available in this build")
+        if text.startswith(_SQLITE_SCHEME):
+            text = text[len(_SQLITE_SCHEME) :]
+            # sqlite:///abs/path keeps its leading slash; sqlite://rel/path is relative.
+        if not text:
+            raise ConfigError("the store path is empty")
+        if text == ":memory:":
+            return SQLiteStore(":memory:")
+        return SQLiteStore(_resolve(Path(text).expanduser(), base_dir))
+    if isinstance(spec, Store):
+        return spec
+    raise ConfigError(f"store must be a path, a URL or a Store object, not {type(spec).__name__}")
+
+
+def _resolve(path: Path, base_dir: Path | None) -> Path:
+    return path if path.is_absolute() or base_dir is None else base_dir / path

@@ -1,0 +1,614 @@
+"""The default session store: one SQLite file (WAL), owned by one worker thread.
+
+STYLE §7 (one owner per resource): the ``sqlite3`` connection is created, used and closed by a
+single dedicated thread (a one-worker ``ThreadPoolExecutor``). Async methods submit their
+blocking work to it and await the result, so the event loop never waits on the disk, and
+because the worker runs one job at a time, concurrent tasks never interleave inside a
+transaction. Write transactions are ``BEGIN IMMEDIATE`` so seqs stay contiguous even when
+several processes share the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from hermes.errors import InvalidIdError, SessionAccessError, StoreError
+from hermes.session.ids import validate_session_id, validate_user_id
+from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
+from hermes.session.migrations import apply_migrations
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+DEFAULT_DB_PATH = Path(".hermes") / "hermes.db"
+
+_SESSION_COLUMNS = (
+    "session_id, user_id, title, created_at, last_active, item_count, last_seq, "
+    "fsm_state, state_entered_at, scratch, token_estimate"
+)
+_ITEM_COLUMNS = (
+    "seq, role, kind, content, tool_call_id, tool_name, sticky, trace_id, meta, created_at"
+)
+_INSERT_ITEM = (
+    "INSERT INTO items (session_id, seq, role, kind, content, tool_call_id, tool_name, sticky, "
+    "trace_id, meta, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SELECT_SESSION = f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?"
+
+# The reads of a turn (seed 001 §2.2). The literal WHERE terms match the partial indexes of
+# migrations.py, so each is an index seek; OFFSET walks at most ``rounds`` index entries.
+SQL_ROUND_START = (
+    "SELECT seq FROM items WHERE session_id = ? AND role = 'user' AND kind = 'text' "
+    "ORDER BY seq DESC LIMIT 1 OFFSET ?"
+)
+SQL_LATEST_SUMMARY = (
+    f"SELECT {_ITEM_COLUMNS} FROM items WHERE session_id = ? AND kind = 'summary' "
+    "ORDER BY seq DESC LIMIT 1"
+)
+SQL_STICKY = (
+    f"SELECT {_ITEM_COLUMNS} FROM items WHERE session_id = ? AND sticky = 1 AND seq < ? "
+    "ORDER BY seq DESC LIMIT ?"
+)
+SQL_SUMMARIES_BETWEEN = (
+    "SELECT COUNT(*) FROM items WHERE session_id = ? AND kind = 'summary' AND seq > ? AND seq < ?"
+)
+SQL_WINDOW = (
+    f"SELECT {_ITEM_COLUMNS} FROM items WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"
+)
+SQL_READ_ITEMS = (
+    f"SELECT {_ITEM_COLUMNS} FROM items WHERE session_id = ? AND seq > ? AND seq < ? "
+    "ORDER BY seq LIMIT ?"
+)
+
+_NO_UPPER_BOUND = 2**62
+
+
+def _dump_json(value: Any, what: str) -> str:
+    try:
+        # ensure_ascii=False: Chinese text stays readable in the file and round-trips as is.
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{what} is not JSON-serializable: {exc}") from exc
+
+
+def _load_json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise StoreError(f"corrupt {what} in the database: {exc}") from exc
+
+
+def _item_values(item: Item) -> tuple[Any, ...]:
+    """The column values of an item after ``session_id, seq`` and before ``created_at``."""
+    if type(item.content) is not str:
+        raise StoreError(f"item content must be a string, not {type(item.content).__name__}")
+    meta = None if item.meta is None else _dump_json(item.meta, "item meta")
+    return (
+        item.role,
+        item.kind,
+        item.content,
+        item.tool_call_id,
+        item.tool_name,
+        1 if item.sticky else 0,
+        item.trace_id,
+        meta,
+    )
+
+
+def _state_values(state: SessionState) -> tuple[Any, ...]:
+    scratch = _dump_json(state.scratch, "session state scratch")
+    return (state.fsm_state, state.state_entered_at, scratch, state.token_estimate)
+
+
+def _item_from_row(row: Any) -> Item:
+    seq, role, kind, content, call_id, tool_name, sticky, trace_id, meta, created_at = row
+    return Item(
+        role=role,
+        kind=kind,
+        content=content,
+        tool_call_id=call_id,
+        tool_name=tool_name,
+        sticky=bool(sticky),
+        trace_id=trace_id,
+        meta=None if meta is None else _load_json(meta, "item meta"),
+        seq=seq,
+        created_at=created_at,
+    )
+
+
+def _record_from_row(row: Any) -> SessionRecord:
+    sid, uid, title, created, active, count, last_seq, fsm, entered, scratch, tokens = row
+    loaded = _load_json(scratch, "session scratch")
+    return SessionRecord(
+        session_id=sid,
+        user_id=uid,
+        title=title,
+        created_at=created,
+        last_active=active,
+        item_count=count,
+        last_seq=last_seq,
+        state=SessionState(
+            fsm_state=fsm,
+            state_entered_at=entered,
+            scratch=loaded if isinstance(loaded, dict) else {},
+            token_estimate=tokens,
+        ),
+    )
+
+
+def _covers_until(summary: Item) -> int:
+    """The last seq a summary folds in; a summary without the mark covers all before it."""
+    value = (summary.meta or {}).get("covers_until")
+    return value if isinstance(value, int) else summary.seq - 1
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _check_ids(session_id: str, user_id: str | None) -> None:
+    validate_session_id(session_id)
+    if user_id is not None:
+        validate_user_id(user_id)
+        if user_id == session_id:
+            # seed 001 §2.1: a user id used as a session id mixes all of a user's windows.
+            raise InvalidIdError(
+                f"session id {session_id!r} equals the user id; give each conversation its "
+                "own session id (hermes.session.ids.new_session_id())"
+            )
+
+
+class SQLiteStore:
+    """A :class:`~hermes.session.store.Store` on one SQLite file.
+
+    ``path`` defaults to ``./.hermes/hermes.db`` (parent directories are created); ``":memory:"``
+    gives a private in-memory database. Opening connects, applies pending migrations and raises
+    :class:`StoreError` if the file cannot be opened, is not a database, or has a newer schema.
+    ``busy_timeout`` (seconds) is how long a write waits for another process's lock.
+    ``window_limit`` caps the items of a context window and ``sticky_limit`` the sticky items
+    a slice returns, so a slice stays bounded even in pathological sessions.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        busy_timeout: float = 5.0,
+        window_limit: int = 2000,
+        sticky_limit: int = 50,
+    ) -> None:
+        raw = DEFAULT_DB_PATH if path is None else path
+        self.path = str(raw) if str(raw) == ":memory:" else str(Path(raw))
+        self.busy_timeout = busy_timeout
+        self.window_limit = max(1, window_limit)
+        self.sticky_limit = max(0, sticky_limit)
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-sqlite")
+        try:
+            self._executor.submit(self._open).result()
+        except BaseException:
+            self._closed = True
+            self._executor.shutdown(wait=True)
+            raise
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+
+    # -- the worker side ---------------------------------------------------------------------
+
+    def _open(self) -> None:
+        if self.path != ":memory:":
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the directory of the database {self.path}: {exc.strerror}",
+                    path=self.path,
+                ) from exc
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise self._error(exc, "open") from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000):d}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            apply_migrations(conn, self.path)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise self._error(exc, "open") from exc
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def _close_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except sqlite3.Error as exc:
+                raise self._error(exc, "close") from exc
+
+    def _call(
+        self,
+        action: str,
+        fn: Callable[Concatenate[sqlite3.Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        conn = self._conn
+        if conn is None:
+            raise StoreError(f"the store {self.path} is closed", path=self.path)
+        try:
+            return fn(conn, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise self._error(exc, action) from exc
+
+    def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
+        """One clear sentence for a sqlite3 failure (never a raw traceback to the caller)."""
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        text = str(exc)
+        path = self.path
+        if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED") or "locked" in text:
+            message = f"database is locked (busy for {self.busy_timeout:g} s): {path}"
+        elif name.startswith("SQLITE_CANTOPEN"):
+            message = f"cannot open the database file {path} (is its directory writable?)"
+        elif name == "SQLITE_NOTADB" or "not a database" in text:
+            message = f"{path} is not a database (or is encrypted or damaged)"
+        elif name.startswith("SQLITE_CORRUPT"):
+            message = f"the database file {path} is corrupt: {text}"
+        elif name == "SQLITE_FULL":
+            message = f"the disk is full, cannot write the database {path}"
+        elif name.startswith("SQLITE_READONLY"):
+            message = f"the database {path} is read-only"
+        elif name.startswith("SQLITE_IOERR"):
+            message = f"disk I/O error on the database {path}: {text}"
+        else:
+            message = f"{action} failed on the database {path}: {text}"
+        return StoreError(
+            message, path=path, action=action, sqlite_error=name or type(exc).__name__
+        )
+
+    # -- the caller side ---------------------------------------------------------------------
+
+    def _submit(
+        self,
+        action: str,
+        fn: Callable[Concatenate[sqlite3.Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> Future[T]:
+        if self._closed:
+            raise StoreError(f"the store {self.path} is closed", path=self.path)
+
+        def job() -> T:
+            return self._call(action, fn, *args, **kwargs)
+
+        try:
+            return self._executor.submit(job)
+        except RuntimeError as exc:  # the executor was shut down meanwhile
+            raise StoreError(f"the store {self.path} is closed", path=self.path) from exc
+
+    async def _run(
+        self,
+        action: str,
+        fn: Callable[Concatenate[sqlite3.Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        return await asyncio.wrap_future(self._submit(action, fn, *args, **kwargs))
+
+    # -- Store protocol ----------------------------------------------------------------------
+
+    async def load_session(self, session_id: str) -> SessionRecord | None:
+        """The session, or None if it does not exist."""
+        return await self._run("load_session", _load_session, session_id)
+
+    async def ensure_session(
+        self, session_id: str, user_id: str | None, title: str | None = None
+    ) -> SessionRecord:
+        """The session, created if missing.
+
+        Raises ``InvalidIdError`` for a malformed id or a session id equal to the user id, and
+        ``SessionAccessError`` when the session belongs to another user. A session created
+        without a user is bound to the first user that asks for it; a caller without a user
+        (``user_id=None``) may open any session.
+        """
+        _check_ids(session_id, user_id)
+        return await self._run(
+            "ensure_session", _ensure_session, session_id, user_id, title, time.time()
+        )
+
+    async def append(
+        self, session_id: str, items: Sequence[Item], state: SessionState | None = None
+    ) -> list[Item]:
+        """Append items and (optionally) save the state in one transaction.
+
+        Seqs continue the session's log without gaps; the returned copies carry ``seq`` and
+        ``created_at`` (the input items are not changed). Raises ``StoreError`` if the session
+        does not exist or a value cannot be stored.
+        """
+        if not items and state is None:
+            return []
+        rows = [_item_values(item) for item in items]
+        state_row = None if state is None else _state_values(state)
+        now = time.time()
+        first = await self._run("append", _append, session_id, rows, state_row, now)
+        return [replace(item, seq=first + i, created_at=now) for i, item in enumerate(items)]
+
+    async def save_state(self, session_id: str, state: SessionState) -> None:
+        """Save the volatile state of a session (raises ``StoreError`` if it does not exist)."""
+        await self._run("save_state", _append, session_id, [], _state_values(state), time.time())
+
+    async def context_slice(self, session_id: str, rounds: int) -> ContextSlice:
+        """The last ``rounds`` rounds, latest summary, older sticky items and backlog bounds.
+
+        A round starts at a user text item. With fewer rounds, the window is the whole log
+        (capped at ``window_limit`` items). An unknown session gives an empty slice.
+        """
+        if rounds < 1:
+            raise ValueError(f"rounds must be at least 1, got {rounds}")
+        return await self._run(
+            "context_slice", _context_slice, session_id, rounds, self.window_limit,
+            self.sticky_limit,
+        )  # fmt: skip
+
+    async def read_items(
+        self, session_id: str, after_seq: int = 0, before_seq: int | None = None, limit: int = 200
+    ) -> list[Item]:
+        """Items with ``after_seq < seq < before_seq`` in seq order, at most ``limit``."""
+        if limit <= 0:
+            return []
+        upper = _NO_UPPER_BOUND if before_seq is None else before_seq
+        return await self._run("read_items", _read_items, session_id, after_seq, upper, limit)
+
+    async def list_sessions(
+        self, user_id: str | None = None, limit: int = 50
+    ) -> list[SessionRecord]:
+        """Sessions (of ``user_id`` if given), most recently active first."""
+        if limit <= 0:
+            return []
+        return await self._run("list_sessions", _list_sessions, user_id, limit)
+
+    def bulk_import(self, session_id: str, user_id: str | None, items: Iterable[Item]) -> int:
+        """Blocking: create the session if needed and append ``items`` in one transaction.
+
+        Meant for importing an existing conversation (100,000 items take about a second).
+        An item's own ``created_at`` is kept when set. Returns the number of items written.
+        """
+        _check_ids(session_id, user_id)
+        future = self._submit("bulk_import", _bulk_import, session_id, user_id, items, time.time())
+        return future.result()
+
+    async def close(self) -> None:
+        """Close the connection on its thread and stop the worker; later calls raise."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await asyncio.wrap_future(self._executor.submit(self._close_connection))
+        finally:
+            self._executor.shutdown(wait=False)
+
+    def close_sync(self) -> None:
+        """Blocking :meth:`close`, for code outside an event loop."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._executor.submit(self._close_connection).result()
+        finally:
+            self._executor.shutdown(wait=True)
+
+    async def __aenter__(self) -> SQLiteStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+# -- the blocking operations (run on the worker thread only) -------------------------------
+
+
+def _load_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+    row = conn.execute(_SELECT_SESSION, (session_id,)).fetchone()
+    return None if row is None else _record_from_row(row)
+
+
+def _ensure_session(
+    conn: sqlite3.Connection, session_id: str, user_id: str | None, title: str | None, now: float
+) -> SessionRecord:
+    # Fast path without the write lock: the session exists and needs no change.
+    row = conn.execute(_SELECT_SESSION, (session_id,)).fetchone()
+    if row is not None and not _needs_claim(row, session_id, user_id, title):
+        return _record_from_row(row)
+    with _transaction(conn):
+        _ensure_locked(conn, session_id, user_id, title, now)
+        row = conn.execute(_SELECT_SESSION, (session_id,)).fetchone()
+    return _record_from_row(row)
+
+
+def _needs_claim(row: Any, session_id: str, user_id: str | None, title: str | None) -> bool:
+    """Whether an existing session row must change; raises if it belongs to someone else."""
+    owner, current_title = row[1], row[2]
+    if owner is not None and user_id is not None and owner != user_id:
+        raise SessionAccessError(
+            f"session {session_id!r} belongs to another user", session_id=session_id
+        )
+    return (owner is None and user_id is not None) or (current_title is None and bool(title))
+
+
+def _ensure_locked(
+    conn: sqlite3.Connection, session_id: str, user_id: str | None, title: str | None, now: float
+) -> None:
+    """Inside a write transaction: create the session or bind its user/title."""
+    row = conn.execute(_SELECT_SESSION, (session_id,)).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO sessions (session_id, user_id, title, created_at, last_active) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (session_id, user_id, title, now, now),
+        )
+    elif _needs_claim(row, session_id, user_id, title):
+        conn.execute(
+            "UPDATE sessions SET user_id = COALESCE(user_id, ?), title = COALESCE(title, ?) "
+            "WHERE session_id = ?",
+            (user_id, title or None, session_id),
+        )
+
+
+def _append(
+    conn: sqlite3.Connection,
+    session_id: str,
+    rows: list[tuple[Any, ...]],
+    state_row: tuple[Any, ...] | None,
+    now: float,
+) -> int:
+    """Write items and/or state in one transaction; return the seq of the first item."""
+    with _transaction(conn):
+        found = conn.execute(
+            "SELECT last_seq FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        if found is None:
+            raise StoreError(
+                f"session {session_id!r} does not exist (call ensure_session first)",
+                session_id=session_id,
+            )
+        first = int(found[0]) + 1
+        if rows:
+            conn.executemany(
+                _INSERT_ITEM,
+                [(session_id, first + i, *values, now) for i, values in enumerate(rows)],
+            )
+        last_seq = first - 1 + len(rows)
+        if state_row is None:
+            conn.execute(
+                "UPDATE sessions SET last_seq = ?, item_count = item_count + ?, last_active = ? "
+                "WHERE session_id = ?",
+                (last_seq, len(rows), now, session_id),
+            )
+        else:
+            conn.execute(
+                "UPDATE sessions SET last_seq = ?, item_count = item_count + ?, last_active = ?, "
+                "fsm_state = ?, state_entered_at = ?, scratch = ?, token_estimate = ? "
+                "WHERE session_id = ?",
+                (last_seq, len(rows), now, *state_row, session_id),
+            )
+    return first
+
+
+def _context_slice(
+    conn: sqlite3.Connection, session_id: str, rounds: int, window_limit: int, sticky_limit: int
+) -> ContextSlice:
+    found = conn.execute(
+        "SELECT last_seq FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    last_seq = 0 if found is None else int(found[0])
+    if last_seq == 0:
+        return ContextSlice(sticky=[], summary=None, window=[], backlog_from=1, window_start=1)
+    start = conn.execute(SQL_ROUND_START, (session_id, rounds - 1)).fetchone()
+    window_start = 1 if start is None else int(start[0])
+    window_start = max(window_start, last_seq - window_limit + 1)
+    window = [
+        _item_from_row(r)
+        for r in conn.execute(SQL_WINDOW, (session_id, window_start, window_limit))
+    ]
+    row = conn.execute(SQL_LATEST_SUMMARY, (session_id,)).fetchone()
+    summary = None if row is None else _item_from_row(row)
+    covered = 0 if summary is None else _covers_until(summary)
+    sticky = [
+        _item_from_row(r)
+        for r in conn.execute(SQL_STICKY, (session_id, window_start, sticky_limit))
+    ]
+    sticky.reverse()
+    # Seqs are contiguous, so the backlog is arithmetic; only the (few) summary items in the
+    # gap are counted, through their partial index.
+    backlog = window_start - 1 - covered
+    if backlog > 0:
+        (folded,) = conn.execute(
+            SQL_SUMMARIES_BETWEEN, (session_id, covered, window_start)
+        ).fetchone()
+        backlog -= int(folded)
+    return ContextSlice(
+        sticky=sticky,
+        summary=summary,
+        window=window,
+        backlog=max(0, backlog),
+        backlog_from=covered + 1,
+        window_start=window_start,
+    )
+
+
+def _read_items(
+    conn: sqlite3.Connection, session_id: str, after_seq: int, before_seq: int, limit: int
+) -> list[Item]:
+    cursor = conn.execute(SQL_READ_ITEMS, (session_id, after_seq, before_seq, limit))
+    return [_item_from_row(r) for r in cursor]
+
+
+def _list_sessions(
+    conn: sqlite3.Connection, user_id: str | None, limit: int
+) -> list[SessionRecord]:
+    if user_id is None:
+        cursor = conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions "
+            "ORDER BY last_active DESC, session_id LIMIT ?",
+            (limit,),
+        )
+    else:
+        cursor = conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE user_id = ? "
+            "ORDER BY last_active DESC, session_id LIMIT ?",
+            (user_id, limit),
+        )
+    return [_record_from_row(r) for r in cursor]
+
+
+def _bulk_import(
+    conn: sqlite3.Connection,
+    session_id: str,
+    user_id: str | None,
+    items: Iterable[Item],
+    now: float,
+) -> int:
+    with _transaction(conn):
+        _ensure_locked(conn, session_id, user_id, None, now)
+        (last_seq,) = conn.execute(
+            "SELECT last_seq FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        count = 0
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            nonlocal count
+            for item in items:
+                count += 1
+                yield (session_id, last_seq + count, *_item_values(item), item.created_at or now)
+
+        conn.executemany(_INSERT_ITEM, rows())
+        conn.execute(
+            "UPDATE sessions SET last_seq = ?, item_count = item_count + ?, "
+            "last_active = MAX(last_active, ?) WHERE session_id = ?",
+            (last_seq + count, count, now, session_id),
+        )
+    return count

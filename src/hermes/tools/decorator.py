@@ -1,0 +1,256 @@
+"""``@tool``: turn a typed function into a registered-ready :class:`~hermes.tools.base.Tool`.
+
+Three ways to give the argument contract, one result::
+
+    @tool                                   # function-first: schema from hints + docstring
+    def add(a: int, b: int) -> int: ...
+
+    @tool(schema={"type": "object", ...})   # schema-first (seed 001 §3.1): explicit contract
+    def get_weather(city: str, date: str | None = None) -> dict: ...
+
+    @tool(args_model=WeatherArgs)           # a pydantic model is the contract
+    def get_weather(args: WeatherArgs) -> dict: ...
+
+The decorator returns the ORIGINAL function (``add(2, 3) == 5`` still holds) with the Tool in
+its ``__hermes_tool__`` attribute. Every mistake in a declaration is raised at decoration time,
+with the tool's name in the message — never at the first call.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel, TypeAdapter
+
+from hermes.tools._calls import is_async_callable, make_caller
+from hermes.tools.base import Tool
+from hermes.tools.schema import (
+    FunctionSchema,
+    callable_name,
+    function_description,
+    function_schema,
+    model_schema,
+    signature_info,
+)
+from hermes.tools.validation import check_json_schema
+
+__all__ = ["TOOL_ATTRIBUTE", "as_tool", "make_tool", "tool"]
+
+#: The attribute of a decorated function that holds its :class:`Tool`.
+TOOL_ATTRIBUTE = "__hermes_tool__"
+
+# OpenAI's limit for function names; other providers accept a subset of the same alphabet.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+F = TypeVar("F", bound=Callable[..., Any])
+Summary = Callable[[Any], str] | str
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    schema: dict[str, Any] | None = None,
+    args_model: type[BaseModel] | None = None,
+    timeout: float = 10.0,
+    summary: Summary | None = None,
+    output_schema: dict[str, Any] | None = None,
+    parallel_safe: bool = True,
+    toolset: str = "default",
+) -> Callable[[F], F]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    schema: dict[str, Any] | None = None,
+    args_model: type[BaseModel] | None = None,
+    timeout: float = 10.0,
+    summary: Summary | None = None,
+    output_schema: dict[str, Any] | None = None,
+    parallel_safe: bool = True,
+    toolset: str = "default",
+) -> Any:
+    """Declare a tool; usable bare (``@tool``) or with options (``@tool(timeout=30)``).
+
+    ``summary`` is a callable ``output -> str`` or a ``str.format`` template filled from a dict
+    output (``"{expression} = {result}"``) or ``{output}``. ``timeout`` is in seconds.
+    ``parallel_safe=False`` makes concurrent calls from one model response run in order.
+    """
+
+    def decorate(target: F) -> F:
+        built = make_tool(
+            target,
+            name=name,
+            description=description,
+            schema=schema,
+            args_model=args_model,
+            timeout=timeout,
+            summary=summary,
+            output_schema=output_schema,
+            parallel_safe=parallel_safe,
+            toolset=toolset,
+        )
+        try:
+            setattr(target, TOOL_ATTRIBUTE, built)
+        except (AttributeError, TypeError):
+            raise TypeError(
+                f"@tool cannot attach to {target!r}; wrap it with as_tool(...) instead"
+            ) from None
+        return target
+
+    return decorate(fn) if fn is not None else decorate
+
+
+def as_tool(obj: Any) -> Tool:
+    """The :class:`Tool` for a ``@tool`` function, a Tool, or a plain typed callable.
+
+    Raises ``TypeError`` for anything else (a class, a string, ``None`` …).
+    """
+    if isinstance(obj, Tool):
+        return obj
+    attached = getattr(obj, TOOL_ATTRIBUTE, None)
+    if isinstance(attached, Tool):
+        return attached
+    if callable(obj) and not inspect.isclass(obj):
+        return make_tool(obj)
+    raise TypeError(
+        f"expected a @tool function, a Tool or a typed callable, got {type(obj).__name__}"
+    )
+
+
+def make_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    schema: dict[str, Any] | None = None,
+    args_model: type[BaseModel] | None = None,
+    timeout: float = 10.0,
+    summary: Summary | None = None,
+    output_schema: dict[str, Any] | None = None,
+    parallel_safe: bool = True,
+    toolset: str = "default",
+) -> Tool:
+    """Build the :class:`Tool` for ``fn`` without touching ``fn`` (what ``@tool`` attaches)."""
+    if not callable(fn):
+        raise TypeError(f"a tool must be callable, got {type(fn).__name__}")
+    tool_name = name if name is not None else callable_name(fn)
+    if not isinstance(tool_name, str) or not _TOOL_NAME.fullmatch(tool_name):
+        raise ValueError(
+            f"invalid tool name {tool_name!r}: use 1-64 characters from A-Z a-z 0-9 _ . - "
+            "(pass name=... for lambdas and other unnamed callables)"
+        )
+    if schema is not None and args_model is not None:
+        raise TypeError(f"tool {tool_name!r}: give schema= or args_model=, not both")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ValueError(f"tool {tool_name!r}: timeout must be a positive number of seconds")
+    if output_schema is not None:
+        check_json_schema(output_schema, what=f"output_schema of tool {tool_name!r}")
+    if schema is not None:
+        spec = _schema_first(fn, tool_name, schema)
+    elif args_model is not None:
+        spec = _model_first(fn, tool_name, args_model)
+    else:
+        spec = function_schema(fn)
+    return Tool(
+        name=tool_name,
+        description=description if description is not None else spec.description,
+        parameters=spec.parameters,
+        fn=make_caller(fn, spec),
+        is_async=is_async_callable(fn),
+        output_schema=copy.deepcopy(output_schema),
+        timeout=float(timeout),
+        summary=_summary_callable(summary),
+        context_param=spec.context_param,
+        parallel_safe=parallel_safe,
+        toolset=toolset,
+    )
+
+
+def _schema_first(fn: Callable[..., Any], name: str, schema: dict[str, Any]) -> FunctionSchema:
+    check_json_schema(schema, what=f"schema of tool {name!r}")
+    if schema.get("type") != "object":
+        raise ValueError(f'schema of tool {name!r} must describe an object ("type": "object")')
+    names, required, context_param, var_keyword = signature_info(fn)
+    properties = schema.get("properties", {})
+    unknown = [p for p in properties if p not in names and p != context_param]
+    if unknown and not var_keyword:
+        raise TypeError(
+            f"tool {name!r}: schema properties {unknown} have no matching function parameter"
+        )
+    missing = [p for p in required if p not in properties]
+    if missing:
+        raise TypeError(
+            f"tool {name!r}: function parameters {missing} have no default and are missing "
+            "from the schema's properties"
+        )
+    doc = function_description(fn)
+    return FunctionSchema(
+        name=name,
+        description=doc,
+        parameters=copy.deepcopy(schema),
+        context_param=context_param,
+        param_names=names,
+    )
+
+
+def _model_first(fn: Callable[..., Any], name: str, model: type[BaseModel]) -> FunctionSchema:
+    if not (inspect.isclass(model) and issubclass(model, BaseModel)):
+        raise TypeError(f"tool {name!r}: args_model must be a pydantic BaseModel subclass")
+    names, _required, context_param, var_keyword = signature_info(fn)
+    fields = tuple(model.model_fields)
+    if len(names) == 1 and names[0] not in fields:
+        model_param: str | None = names[0]  # fn(args: Model)
+    else:
+        model_param = None  # fn(a=..., b=...) with the model's fields
+        unknown = [f for f in fields if f not in names]
+        if unknown and not var_keyword:
+            raise TypeError(
+                f"tool {name!r}: args_model fields {unknown} have no matching function parameter"
+            )
+    parameters = model_schema(model)
+    model_doc = parameters.pop("description", "")  # becomes the tool's description instead
+    return FunctionSchema(
+        name=name,
+        description=function_description(fn) or model_doc,
+        parameters=parameters,
+        context_param=context_param,
+        call_mode="model",
+        model_param=model_param,
+        model_adapter=TypeAdapter(model),
+        param_names=names,
+    )
+
+
+def _summary_callable(summary: Summary | None) -> Callable[[Any], str] | None:
+    if summary is None or callable(summary):
+        return summary
+    if isinstance(summary, str):
+        template = summary
+
+        def render(output: Any) -> str:
+            if isinstance(output, Mapping):
+                return template.format_map(output)
+            return template.format(output=output)
+
+        return render
+    raise TypeError(f"summary must be a callable or a format string, got {type(summary)}")

@@ -1,0 +1,200 @@
+"""Sessions across turns and processes: persistence, recovery, timeouts, bounds, bad input."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from hermes import Agent
+from hermes.errors import InvalidIdError, InvalidInputError
+from hermes.models.base import ModelRequest, ModelResponse
+from hermes.session.items import Item, SessionState
+from hermes.testing import FunctionModel, ScriptedModel, say
+from tests.agent.conftest import AgentFactory, all_items, assert_pairs_complete
+
+
+async def test_state_survives_a_restart(db_path: Path) -> None:
+    first = Agent(store=db_path)
+    asked = await first.run("帮我算一下", session_id="session-0101")
+    await first.aclose()
+    assert asked.state == "collecting_parameters"
+    second = Agent(store=db_path)
+    try:
+        answered = await second.run("3+4", session_id="session-0101")
+    finally:
+        await second.aclose()
+    assert "7" in answered.reply
+    assert answered.state == "awaiting_feedback"
+
+
+async def test_a_turn_cut_off_mid_tool_is_repaired_by_the_next_one(
+    make_agent: AgentFactory,
+) -> None:
+    agent = make_agent(ScriptedModel([say("recovered")]))
+    store = agent.store
+    await store.ensure_session("session-0102", None)
+    crashed = SessionState(fsm_state="executing_tool", state_entered_at=time.time())
+    await store.append(
+        "session-0102",
+        [
+            Item("user", "text", "do it"),
+            Item("assistant", "tool_call", "{}", tool_call_id="lost-1", tool_name="add"),
+        ],
+        state=crashed,
+    )
+    result = await agent.run("are you there?", session_id="session-0102")
+    assert result.reply == "recovered"
+    items = await all_items(agent, "session-0102")
+    assert_pairs_complete(items)
+    repaired = next(i for i in items if i.tool_call_id == "lost-1" and i.kind == "tool_result")
+    assert json.loads(repaired.content)["error"]["type"] == "interrupted"
+
+
+async def test_a_state_held_past_its_timeout_falls_back_to_idle(
+    make_agent: AgentFactory,
+) -> None:
+    agent = make_agent(ScriptedModel([say("fresh start")]))
+    await agent.store.ensure_session("session-0103", None)
+    stale = SessionState(
+        fsm_state="collecting_parameters",
+        state_entered_at=time.time() - 10 * 86400,
+        scratch={"pending": {"intent": "calculate"}},
+    )
+    await agent.store.save_state("session-0103", stale)
+    events = [e async for e in agent.stream("hi", session_id="session-0103")]
+    changes = [(e.source, e.dest, e.trigger) for e in events if e.type == "state_changed"]
+    assert changes[0] == ("collecting_parameters", "idle", "expire")
+    record = await agent.store.load_session("session-0103")
+    assert record is not None
+    assert "pending" not in record.state.scratch
+
+
+async def test_context_stays_bounded_and_older_rounds_are_summarized(
+    make_agent: AgentFactory,
+) -> None:
+    from hermes.session.summary import ExtractiveSummarizer
+
+    model = FunctionModel(lambda r: say(f"reply {len(r.messages)}"))
+    agent = make_agent(
+        model, context_rounds=4, summary_min_backlog=4, summarizer=ExtractiveSummarizer()
+    )
+    for n in range(30):
+        await agent.run(f"message number {n}", session_id="session-0104")
+    last = model.requests[-1].messages
+    users = [m for m in last if m["role"] == "user"]
+    assert len(users) == 4
+    assert users[-1]["content"] == "message number 29"
+    summary = next(m["content"] for m in last if m["role"] == "system")
+    assert "Summary" in summary
+    assert "message number 24" in summary  # the newest folded round is in the summary
+
+
+async def test_import_history_then_a_turn_reads_only_the_window(
+    make_agent: AgentFactory,
+) -> None:
+    messages: list[dict[str, object]] = []
+    for i in range(500):
+        messages += [
+            {"role": "user", "content": f"question {i}"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"t{i}",
+                        "type": "function",
+                        "function": {"name": "add", "arguments": f'{{"a": {i}, "b": 1}}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": f"t{i}", "content": str(i + 1)},
+            {"role": "assistant", "content": f"answer {i}"},
+        ]
+    model = ScriptedModel([say("ok")])
+    agent = make_agent(model, context_rounds=12)
+    stored = agent.import_history("session-0105", messages, user_id="u1")
+    assert stored == 2001  # 2,000 items + the summary of what left the window
+    await agent.run("and now?", session_id="session-0105", user_id="u1")
+    sent = model.requests[0].messages
+    assert sum(1 for m in sent if m["role"] == "user") == 12
+    assert sent[-1] == {"role": "user", "content": "and now?"}
+    assert any("Summary" in (m.get("content") or "") for m in sent if m["role"] == "system")
+    tool_ids = [tc["id"] for m in sent if m.get("tool_calls") for tc in m["tool_calls"]]
+    assert tool_ids == [f"t{i}" for i in range(489, 500)]
+
+
+def test_import_history_names_a_malformed_message(make_agent: AgentFactory) -> None:
+    agent = make_agent(ScriptedModel())
+    with pytest.raises(InvalidInputError, match=r"messages\[1\]\.role"):
+        agent.import_history(
+            "session-0106", [{"role": "user", "content": "hi"}, {"role": "bot", "content": "?"}]
+        )
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [("", "empty"), ("   \n", "empty"), ("x" * 1_048_576, "too long"), ("a\x00b", "NUL")],
+)
+async def test_bad_messages_are_refused_before_anything_is_stored(
+    make_agent: AgentFactory, text: str, match: str
+) -> None:
+    agent = make_agent(ScriptedModel())
+    with pytest.raises(InvalidInputError, match=match):
+        await agent.run(text, session_id="session-0107")
+    assert await agent.store.load_session("session-0107") is None
+
+
+@pytest.mark.parametrize(
+    "session_id", ["", "short", "has space here", "../../etc/passwd", "é" * 10]
+)
+async def test_bad_session_ids_are_refused(make_agent: AgentFactory, session_id: str) -> None:
+    agent = make_agent(ScriptedModel())
+    with pytest.raises(InvalidIdError):
+        await agent.run("hi", session_id=session_id)
+
+
+async def test_a_session_of_another_user_is_refused(make_agent: AgentFactory) -> None:
+    from hermes.errors import SessionAccessError
+
+    agent = make_agent(ScriptedModel([say("hi alice")]))
+    await agent.run("hi", session_id="session-0108", user_id="alice")
+    with pytest.raises(SessionAccessError):
+        await agent.run("hi", session_id="session-0108", user_id="mallory")
+
+
+async def test_without_a_session_id_each_run_gets_a_new_session(make_agent: AgentFactory) -> None:
+    agent = make_agent(ScriptedModel([say("a"), say("b")]))
+    first = await agent.run("hi", user_id="u1")
+    second = await agent.run("hi", user_id="u1")
+    assert first.session_id != second.session_id
+    assert first.session_id != "u1"
+
+
+async def test_the_model_sees_scratch_changes_persisted(make_agent: AgentFactory) -> None:
+    def script(request: ModelRequest) -> ModelResponse:
+        request.scratch["count"] = request.scratch.get("count", 0) + 1
+        return say(str(request.scratch["count"]))
+
+    agent = make_agent(FunctionModel(script))
+    await agent.run("one", session_id="session-0109")
+    result = await agent.run("two", session_id="session-0109")
+    assert result.reply == "2"
+
+
+async def test_a_tool_call_with_unparseable_arguments_is_answered_not_run(
+    make_agent: AgentFactory,
+) -> None:
+    from hermes.models.base import ToolCall
+
+    broken = ModelResponse(
+        tool_calls=[ToolCall("b1", "add", {}, arguments_error="not JSON: {a: 1,,")],
+        finish_reason="tool_calls",
+    )
+    model = ScriptedModel([broken, say("sorry")])
+    result = await make_agent(model).run("1+?", session_id="session-0110")
+    payload = json.loads(model.requests[1].messages[-1]["content"])
+    assert payload["error"]["type"] == "invalid_arguments"
+    assert result.tool_calls[0].ok is False

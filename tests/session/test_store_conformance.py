@@ -1,0 +1,382 @@
+"""The Store contract: every backend (``conftest.BACKENDS``) must pass every test here."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from hermes.errors import InvalidIdError, SessionAccessError, StoreError
+from hermes.session.items import Item, SessionState
+from hermes.session.store import Store
+from tests.session.conftest import Backend
+from tests.session.helpers import call, result, rounds, say, summary, user
+
+SID = "session-0001"
+
+
+async def _seqs(store: Store, session_id: str = SID) -> list[int]:
+    return [item.seq for item in await store.read_items(session_id, limit=1_000_000)]
+
+
+# -- sessions: identity and state -----------------------------------------------------------
+
+
+async def test_ensure_session_creates_a_session_with_identity_and_default_state(store: Store):
+    record = await store.ensure_session(SID, "u1", "Weather chat")
+    assert (record.session_id, record.user_id, record.title) == (SID, "u1", "Weather chat")
+    assert (record.item_count, record.last_seq) == (0, 0)
+    assert record.state == SessionState()
+    assert record.created_at > 0
+    assert record.last_active >= record.created_at
+
+
+async def test_load_session_returns_none_for_an_unknown_session(store: Store):
+    assert await store.load_session("no-such-session") is None
+
+
+async def test_ensure_session_returns_an_existing_session_unchanged(store: Store):
+    first = await store.ensure_session(SID, "u1", "title")
+    again = await store.ensure_session(SID, "u1", "another title")
+    assert again.created_at == first.created_at
+    assert again.title == "title"
+
+
+async def test_ensure_session_binds_an_unowned_session_to_the_first_user(store: Store):
+    await store.ensure_session(SID, None)
+    record = await store.ensure_session(SID, "u1")
+    assert record.user_id == "u1"
+    with pytest.raises(SessionAccessError):
+        await store.ensure_session(SID, "u2")
+
+
+async def test_ensure_session_refuses_a_session_of_another_user(store: Store):
+    await store.ensure_session(SID, "alice")
+    with pytest.raises(SessionAccessError, match="another user") as caught:
+        await store.ensure_session(SID, "mallory")
+    assert "alice" not in caught.value.message
+
+
+async def test_ensure_session_without_a_user_opens_an_owned_session(store: Store):
+    await store.ensure_session(SID, "alice")
+    record = await store.ensure_session(SID, None)
+    assert record.user_id == "alice"
+
+
+@pytest.mark.parametrize(
+    "session_id",
+    ["", "short", "has space 1", "a/b/c/d/e", "-leading-dash", "x" * 129, "会话编号一二三四"],
+)
+async def test_ensure_session_rejects_a_malformed_session_id(store: Store, session_id: str):
+    with pytest.raises(InvalidIdError):
+        await store.ensure_session(session_id, "u1")
+    assert await store.list_sessions() == []
+
+
+async def test_ensure_session_rejects_a_malformed_user_id(store: Store):
+    with pytest.raises(InvalidIdError, match="user id"):
+        await store.ensure_session(SID, "bad user")
+
+
+async def test_ensure_session_rejects_a_user_id_used_as_the_session_id(store: Store):
+    with pytest.raises(InvalidIdError, match="equals the user id"):
+        await store.ensure_session("user-12345", "user-12345")
+
+
+async def test_saving_state_leaves_the_identity_unchanged(store: Store):
+    created = await store.ensure_session(SID, "u1", "title")
+    state = SessionState("executing_tool", 12.5, {"pending": "city"}, 321)
+    await store.save_state(SID, state)
+    record = await store.load_session(SID)
+    assert record is not None
+    assert (record.session_id, record.user_id, record.title) == (SID, "u1", "title")
+    assert record.created_at == created.created_at
+    assert record.state == state
+
+
+async def test_save_state_of_an_unknown_session_raises_store_error(store: Store):
+    with pytest.raises(StoreError, match="does not exist"):
+        await store.save_state("no-such-session", SessionState())
+
+
+# -- append ---------------------------------------------------------------------------------
+
+
+async def test_append_assigns_contiguous_seqs_starting_at_one(store: Store):
+    await store.ensure_session(SID, "u1")
+    first = await store.append(SID, [user("hi"), say("hello")])
+    second = await store.append(SID, [user("again")])
+    assert [i.seq for i in first + second] == [1, 2, 3]
+    assert await _seqs(store) == [1, 2, 3]
+    record = await store.load_session(SID)
+    assert record is not None
+    assert (record.item_count, record.last_seq) == (3, 3)
+
+
+async def test_append_returns_stored_copies_and_leaves_the_inputs_unchanged(store: Store):
+    await store.ensure_session(SID, "u1")
+    original = user("hi", trace_id="t-1", meta={"channel": "cli"}, sticky=True)
+    (stored,) = await store.append(SID, [original])
+    assert original.seq == 0
+    assert original.created_at == 0.0
+    assert stored.seq == 1
+    assert stored.created_at > 0
+    (read,) = await store.read_items(SID)
+    assert read == stored
+
+
+async def test_append_keeps_every_field_of_an_item(store: Store):
+    await store.ensure_session(SID, "u1")
+    items = [call("c1", "search", '{"q": "x"}'), result("c1", "found", "search")]
+    await store.append(SID, items)
+    read = await store.read_items(SID)
+    assert [(i.role, i.kind, i.content, i.tool_call_id, i.tool_name) for i in read] == [
+        ("assistant", "tool_call", '{"q": "x"}', "c1", "search"),
+        ("tool", "tool_result", "found", "c1", "search"),
+    ]
+
+
+async def test_append_with_state_saves_items_and_state_together(store: Store):
+    await store.ensure_session(SID, "u1")
+    state = SessionState("awaiting_feedback", 3.0, {"k": [1, 2]}, 99)
+    await store.append(SID, [user("hi")], state)
+    record = await store.load_session(SID)
+    assert record is not None
+    assert record.state == state
+    assert record.last_seq == 1
+
+
+async def test_a_failing_append_writes_neither_items_nor_state(store: Store):
+    await store.ensure_session(SID, "u1")
+    await store.append(SID, [user("kept")])
+    broken = SessionState(fsm_state=None)  # type: ignore[arg-type]  # violates NOT NULL
+    with pytest.raises(StoreError):
+        await store.append(SID, [user("lost 1"), user("lost 2")], broken)
+    assert await _seqs(store) == [1]
+    record = await store.load_session(SID)
+    assert record is not None
+    assert (record.last_seq, record.item_count, record.state.fsm_state) == (1, 1, "idle")
+    (stored,) = await store.append(SID, [user("next")])
+    assert stored.seq == 2
+
+
+async def test_append_refuses_a_value_that_cannot_be_stored(store: Store):
+    await store.ensure_session(SID, "u1")
+    with pytest.raises(StoreError, match="not JSON-serializable"):
+        await store.append(SID, [user("hi", meta={"when": object()})])
+    with pytest.raises(StoreError, match="scratch"):
+        await store.save_state(SID, SessionState(scratch={"x": {1, 2}}))
+    assert await _seqs(store) == []
+
+
+async def test_append_to_an_unknown_session_raises_store_error(store: Store):
+    with pytest.raises(StoreError, match="ensure_session"):
+        await store.append("no-such-session", [user("hi")])
+
+
+async def test_appending_nothing_is_a_no_op(store: Store):
+    await store.ensure_session(SID, "u1")
+    assert await store.append(SID, []) == []
+    assert await _seqs(store) == []
+
+
+async def test_concurrent_appends_to_one_session_lose_and_duplicate_nothing(store: Store):
+    await store.ensure_session(SID, "u1")
+
+    async def writer(n: int) -> list[Item]:
+        return await store.append(SID, [user(f"w{n}-a"), say(f"w{n}-b"), say(f"w{n}-c")])
+
+    batches = await asyncio.gather(*(writer(n) for n in range(40)))
+    assert await _seqs(store) == list(range(1, 121))
+    for batch in batches:  # each append is one transaction: its seqs stay together
+        seqs = [item.seq for item in batch]
+        assert seqs == list(range(seqs[0], seqs[0] + 3))
+    record = await store.load_session(SID)
+    assert record is not None
+    assert (record.item_count, record.last_seq) == (120, 120)
+
+
+async def test_concurrent_appends_to_many_sessions_keep_each_log_contiguous(store: Store):
+    ids = [f"session-{n:04d}" for n in range(8)]
+    for sid in ids:
+        await store.ensure_session(sid, "u1")
+
+    async def writer(sid: str, n: int) -> None:
+        await store.append(sid, [user(f"{sid}-{n}")])
+
+    await asyncio.gather(*(writer(sid, n) for n in range(15) for sid in ids))
+    for sid in ids:
+        assert await _seqs(store, sid) == list(range(1, 16))
+
+
+async def test_non_ascii_text_round_trips(store: Store):
+    await store.ensure_session(SID, "u1", "天气 ☀️ 대화")
+    text = "北京明天天气怎么样？🌧 내일 날씨 — ünïcødé"
+    await store.append(
+        SID,
+        [user(text, meta={"城市": "北京"})],
+        SessionState(scratch={"待填参数": "城市", "emoji": "🌧", "nested": {"列表": ["一", 2]}}),
+    )
+    record = await store.load_session(SID)
+    assert record is not None
+    assert record.title == "天气 ☀️ 대화"
+    assert record.state.scratch == {"待填参数": "城市", "emoji": "🌧", "nested": {"列表": ["一", 2]}}
+    (item,) = await store.read_items(SID)
+    assert (item.content, item.meta) == (text, {"城市": "北京"})
+
+
+# -- persistence ----------------------------------------------------------------------------
+
+
+async def test_sessions_items_and_state_survive_a_reopen(backend: Backend):
+    first = backend.open()
+    await first.ensure_session(SID, "u1", "title")
+    await first.append(SID, [user("hi"), say("hello")], SessionState("idle", 1.0, {"a": 1}, 7))
+    await first.close()
+    second = backend.open()
+    try:
+        record = await second.load_session(SID)
+        assert record is not None
+        assert (record.user_id, record.title, record.last_seq) == ("u1", "title", 2)
+        assert record.state.scratch == {"a": 1}
+        assert [i.content for i in await second.read_items(SID)] == ["hi", "hello"]
+        (next_item,) = await second.append(SID, [user("more")])
+        assert next_item.seq == 3
+    finally:
+        await second.close()
+
+
+async def test_a_closed_store_raises_store_error(backend: Backend):
+    closed = backend.open()
+    await closed.close()
+    await closed.close()  # closing twice is harmless
+    with pytest.raises(StoreError, match="closed"):
+        await closed.load_session(SID)
+
+
+# -- reads ----------------------------------------------------------------------------------
+
+
+async def test_read_items_returns_the_items_strictly_between_the_bounds(store: Store):
+    await store.ensure_session(SID, "u1")
+    await store.append(SID, [user(f"m{n}") for n in range(1, 11)])
+    assert [i.seq for i in await store.read_items(SID, after_seq=3, before_seq=7)] == [4, 5, 6]
+    assert [i.seq for i in await store.read_items(SID, after_seq=8)] == [9, 10]
+    assert [i.seq for i in await store.read_items(SID, limit=2)] == [1, 2]
+    assert await store.read_items(SID, limit=0) == []
+    assert await store.read_items(SID, after_seq=5, before_seq=6) == []
+
+
+async def test_read_items_of_an_unknown_session_is_empty(store: Store):
+    assert await store.read_items("no-such-session") == []
+
+
+async def test_list_sessions_puts_the_most_recently_active_first(store: Store):
+    for sid in ("session-aaaa", "session-bbbb", "session-cccc"):
+        await store.ensure_session(sid, "u1")
+    await store.ensure_session("session-dddd", "u2")
+    await store.append("session-aaaa", [user("touch")])  # now the most recent of u1
+    mine = await store.list_sessions("u1")
+    assert mine[0].session_id == "session-aaaa"
+    assert {r.session_id for r in mine} == {"session-aaaa", "session-bbbb", "session-cccc"}
+    assert len(await store.list_sessions()) == 4
+    assert len(await store.list_sessions(limit=2)) == 2
+    assert await store.list_sessions("nobody") == []
+
+
+# -- context slice (seed 001 §2.2) -----------------------------------------------------------
+
+
+async def test_context_slice_of_an_unknown_session_is_empty(store: Store):
+    got = await store.context_slice("no-such-session", 12)
+    assert (got.window, got.sticky, got.summary, got.backlog) == ([], [], None, 0)
+
+
+async def test_context_slice_window_starts_at_the_nth_last_user_message(store: Store):
+    await store.ensure_session(SID, "u1")
+    await store.append(SID, rounds(10))  # 40 items, round n starts at seq 4n + 1
+    got = await store.context_slice(SID, 3)
+    assert got.window_start == 29
+    assert [i.seq for i in got.window] == list(range(29, 41))
+    assert got.window[0].content == "question 7"
+    assert (got.backlog, got.backlog_from) == (28, 1)
+
+
+async def test_context_slice_with_fewer_rounds_than_asked_returns_everything(store: Store):
+    await store.ensure_session(SID, "u1")
+    await store.append(SID, [say("welcome"), *rounds(2)])
+    got = await store.context_slice(SID, 12)
+    assert got.window_start == 1
+    assert len(got.window) == 9
+    assert got.backlog == 0
+
+
+async def test_context_slice_returns_the_latest_summary_and_the_backlog_after_it(store: Store):
+    await store.ensure_session(SID, "u1")
+    await store.append(SID, rounds(5))  # seqs 1..20
+    await store.append(SID, [summary("old", covers_until=8)])  # seq 21
+    await store.append(SID, rounds(5, start=5))  # seqs 22..41
+    await store.append(SID, [summary("new", covers_until=16)])  # seq 42
+    await store.append(SID, rounds(3, start=10))  # seqs 43..54
+    got = await store.context_slice(SID, 2)
+    assert got.summary is not None
+    assert got.summary.content == "new"
+    assert got.window_start == 47
+    # backlog: seqs 17..46 minus the summary item at 21 and the one at 42
+    assert (got.backlog_from, got.backlog) == (17, 28)
+
+
+async def test_context_slice_sticky_items_are_only_those_older_than_the_window(store: Store):
+    await store.ensure_session(SID, "u1")
+    await store.append(SID, [user("我叫张三", sticky=True), say("你好")])
+    await store.append(SID, rounds(4))
+    await store.append(SID, [user("in the window", sticky=True), say("ok")])
+    got = await store.context_slice(SID, 1)
+    assert [i.content for i in got.sticky] == ["我叫张三"]
+    assert got.window[0].content == "in the window"
+
+
+async def test_context_slice_backlog_is_zero_once_everything_old_is_summarized(store: Store):
+    await store.ensure_session(SID, "u1")
+    await store.append(SID, rounds(6))  # seqs 1..24; the last 2 rounds start at 17
+    await store.append(SID, [summary("all", covers_until=16)])
+    got = await store.context_slice(SID, 3)  # window now starts at 13: overlaps the summary
+    assert got.backlog == 0
+    got = await store.context_slice(SID, 2)
+    assert (got.window_start, got.backlog) == (17, 0)
+
+
+async def test_context_slice_refuses_fewer_than_one_round(store: Store):
+    await store.ensure_session(SID, "u1")
+    with pytest.raises(ValueError, match="rounds"):
+        await store.context_slice(SID, 0)
+
+
+# -- bulk import ----------------------------------------------------------------------------
+
+
+async def test_bulk_import_writes_ten_thousand_items_with_contiguous_seqs(store: Store):
+    items = (user(f"m{n}", created_at=1000.0 + n) for n in range(10_000))
+    assert store.bulk_import(SID, "u1", items) == 10_000
+    record = await store.load_session(SID)
+    assert record is not None
+    assert (record.user_id, record.item_count, record.last_seq) == ("u1", 10_000, 10_000)
+    tail = await store.read_items(SID, after_seq=9_998)
+    assert [(i.seq, i.content, i.created_at) for i in tail] == [
+        (9_999, "m9998", 10_998.0),
+        (10_000, "m9999", 10_999.0),
+    ]
+    (after,) = await store.append(SID, [user("live")])
+    assert after.seq == 10_001
+
+
+async def test_bulk_import_refuses_a_session_of_another_user(store: Store):
+    await store.ensure_session(SID, "alice")
+    with pytest.raises(SessionAccessError):
+        store.bulk_import(SID, "mallory", [user("x")])
+    assert await _seqs(store) == []
+
+
+async def test_bulk_import_rejects_malformed_ids(store: Store):
+    with pytest.raises(InvalidIdError):
+        store.bulk_import("bad id", "u1", [user("x")])
