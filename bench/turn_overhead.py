@@ -43,11 +43,14 @@ def _script(request: ModelRequest) -> ModelResponse:
     return call("add", {"a": 2, "b": 3})
 
 
-async def hermes_turn_fn(store: Path) -> tuple[TurnFn, Agent]:
+async def hermes_turn_fn(store: Path, *, fresh: bool) -> tuple[TurnFn, Agent]:
+    """``fresh``: every turn opens a new session (like the peers' runs, which have no
+    history); else all turns continue one session, so the context holds 12 rounds."""
     agent = Agent(model=FunctionModel(_script), tools=[add], store=store)
 
     async def turn(i: int) -> None:
-        result = await agent.run("what is 2+3?", session_id="bench-session-1", user_id="u1")
+        session = f"bench-session-{i}" if fresh else "bench-session-long"
+        result = await agent.run("what is 2+3?", session_id=session, user_id="u1")
         assert result.reply == "The answer is 5.", result
 
     return turn, agent
@@ -211,7 +214,7 @@ def report(times: dict[str, list[float]], base: str | None) -> None:
     for name, values in times.items():
         med = statistics.median(values)
         ratio = f"{med / base_median:.3f}" if base_median else "-"
-        print(f"{name:22} {med:10.0f} {p95(values):10.0f} {len(values):6d} {ratio:>8}")
+        print(f"{name:26} {med:10.0f} {p95(values):10.0f} {len(values):6d} {ratio:>8}")
 
 
 async def main() -> None:
@@ -224,8 +227,10 @@ async def main() -> None:
         f"{platform.python_version()} · {platform.platform()}"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        hermes_fn, agent = await hermes_turn_fn(Path(tmp) / "bench.db")
-        fns: dict[str, TurnFn] = {"hermes (SQLite)": hermes_fn}
+        fresh_fn, fresh_agent = await hermes_turn_fn(Path(tmp) / "fresh.db", fresh=True)
+        long_fn, long_agent = await hermes_turn_fn(Path(tmp) / "long.db", fresh=False)
+        fns: dict[str, TurnFn] = {"hermes, new session": fresh_fn,
+                                  "hermes, 12-round session": long_fn}
         oa = await openai_agents_turn_fn()
         pa = await pydantic_ai_turn_fn()
         if oa is not None:
@@ -240,7 +245,8 @@ async def main() -> None:
         )
         times = await measure(fns, args.rounds, args.batch)
         report(times, "openai-agents (memory)")
-        await agent.aclose()
+        await fresh_agent.aclose()
+        await long_agent.aclose()
 
         print("\n2. per-turn time vs session length (imported history); ratio vs 100 messages")
         hist = await history_bench(Path(tmp) / "history.db", args.rounds // 2 or 1, args.batch)

@@ -58,8 +58,33 @@ async def test_the_connection_uses_wal_and_the_documented_pragmas(tmp_path: Path
         )
 
     try:
-        assert await store._run("test", pragmas) == ("wal", 1, 2500, 1)  # 1 = NORMAL
+        # The fast path on the caller's thread never waits; the worker waits 2.5 s.
+        assert await store._run("test", pragmas) == ("wal", 1, 0, 1)  # 1 = NORMAL
+        patient = store._submit("test", pragmas).result()
+        assert patient == ("wal", 1, 2500, 1)
     finally:
+        await store.close()
+
+
+async def test_a_write_blocked_by_another_process_waits_on_the_worker(tmp_path: Path):
+    """The fast path meets SQLITE_BUSY, hands the write to the worker, which waits it out."""
+    import asyncio
+    import threading
+
+    path = tmp_path / "hermes.db"
+    store = SQLiteStore(path, busy_timeout=5)
+    await store.ensure_session(SID, "u1")
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    release = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    release.start()
+    try:
+        stored = await asyncio.wait_for(store.append(SID, [user("after the lock")]), 5)
+        assert [i.content for i in stored] == ["after the lock"]
+        assert [i.content for i in await store.read_items(SID)] == ["after the lock"]
+    finally:
+        release.join()
+        other.close()
         await store.close()
 
 

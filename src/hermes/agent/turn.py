@@ -1,11 +1,15 @@
 """One turn of one session, in the order of the seed's pipeline (seed 004 §2.2):
 
-lock (held by the caller) → state → context → model ⇄ tools → reply → fold history.
+lock (held by the caller) → state → context (+ fold history) → model ⇄ tools → reply.
 
 Everything a turn writes goes through ``Store.append`` in a few transactions (user message;
 each batch of tool calls; each batch of results; the reply with the final state), so a process
 that dies mid-turn leaves a log that the next turn can repair: calls without results get a
 synthetic "interrupted" result, and the state falls back to ``idle``.
+
+The turn's total timeout covers the model calls and the tool runs, never a store write: a
+write is not cut in half, and a call whose results did not arrive in time gets an
+"interrupted" result, so no tool call is ever left without its result.
 """
 
 from __future__ import annotations
@@ -96,9 +100,9 @@ class _Turn:
     emit: Callable[[AgentEvent], None]
     records: list[ToolCallRecord] = field(default_factory=list)
     iterations: int = 0
+    deadline: float = 0.0
     #: ids of calls whose tool_call items are stored but whose results are not (yet).
-    pending_calls: set[str] = field(default_factory=set)
-    inflight: asyncio.Future[list[Item]] | None = None
+    pending_calls: list[str] = field(default_factory=list)
 
     def snapshot(self) -> SessionState:
         """A copy of the state to store (the scratch dict keeps changing during the turn)."""
@@ -106,21 +110,9 @@ class _Turn:
             self.fsm.state, self.fsm.entered_at, dict(self.state.scratch), self.state.token_estimate
         )
 
-    async def append(
-        self, store: Store, items: list[Item], on_stored: Callable[[], None] | None = None
-    ) -> list[Item]:
-        """Append items with the current state; a write survives the turn being cancelled.
-
-        The write is shielded, so a turn timeout never cuts it in half, and ``on_stored`` runs
-        only once it has really landed; ``_close_pending`` waits for it before repairing.
-        """
-        future = asyncio.ensure_future(store.append(self.session_id, items, state=self.snapshot()))
-        if on_stored is not None:
-            future.add_done_callback(
-                lambda f: on_stored() if not f.cancelled() and f.exception() is None else None
-            )
-        self.inflight = future
-        return await asyncio.shield(future)
+    async def append(self, store: Store, items: list[Item]) -> list[Item]:
+        """Append items together with the current state, in one transaction."""
+        return await store.append(self.session_id, items, state=self.snapshot())
 
 
 @dataclass(slots=True)
@@ -245,9 +237,9 @@ async def _recover(rt: Runtime, turn: _Turn, last_seq: int) -> None:
 
 async def _run_guarded(rt: Runtime, turn: _Turn, messages: list[dict[str, Any]]) -> _Ending:
     """The model/tool iterations under the turn's total timeout; failures become endings."""
+    turn.deadline = asyncio.get_running_loop().time() + rt.settings.turn_timeout
     try:
-        async with asyncio.timeout(rt.settings.turn_timeout):
-            ending = await _iterate(rt, turn, messages)
+        ending = await _iterate(rt, turn, messages)
     except TimeoutError:
         await _close_pending(rt, turn)
         seconds = rt.settings.turn_timeout
@@ -276,8 +268,6 @@ async def _run_guarded(rt: Runtime, turn: _Turn, messages: list[dict[str, Any]])
 
 async def _close_pending(rt: Runtime, turn: _Turn) -> None:
     """Give every call still without a result an "interrupted" result (no dangling pairs)."""
-    if turn.inflight is not None and not turn.inflight.done():
-        await asyncio.wait([turn.inflight])
     if not turn.pending_calls:
         return
     items = [
@@ -289,7 +279,7 @@ async def _close_pending(rt: Runtime, turn: _Turn) -> None:
             trace_id=turn.trace_id,
             meta={"ok": False, "error_type": "interrupted"},
         )
-        for call_id in sorted(turn.pending_calls)
+        for call_id in turn.pending_calls
     ]
     turn.pending_calls.clear()
     if turn.fsm.state == "executing_tool":
@@ -350,7 +340,8 @@ async def _call_model(
     )
     emit(ModelCallStarted(iteration, rt.model.name))
     started = time.perf_counter()
-    response = await rt.model.complete(request)
+    async with asyncio.timeout_at(turn.deadline):
+        response = await rt.model.complete(request)
     cost = (time.perf_counter() - started) * 1000
     emit(ModelCallFinished(iteration, rt.model.name, len(response.tool_calls), cost))
     log.info(
@@ -373,18 +364,18 @@ async def _tool_step(
     ctx: ToolContext,
 ) -> None:
     calls = response.tool_calls
-    ids = [tc.id for tc in calls]
     turn.fsm.fire("call_tools")
-    await turn.append(
-        rt.store,
-        assistant_items(response, turn.trace_id),
-        on_stored=lambda: turn.pending_calls.update(ids),
-    )
+    await turn.append(rt.store, assistant_items(response, turn.trace_id))
+    turn.pending_calls = [tc.id for tc in calls]
     messages.append(assistant_message(response))
-    results = await run_tool_calls(rt.tools, calls, ctx, turn.emit, rt.settings.max_output_chars)
+    async with asyncio.timeout_at(turn.deadline):
+        results = await run_tool_calls(
+            rt.tools, calls, ctx, turn.emit, rt.settings.max_output_chars
+        )
     items, tool_messages = result_items(calls, results, steps, turn.trace_id)
     turn.fsm.fire("tools_done")
-    await turn.append(rt.store, items, on_stored=lambda: turn.pending_calls.difference_update(ids))
+    await turn.append(rt.store, items)
+    turn.pending_calls = []
     messages.extend(tool_messages)
     for tc, result in zip(calls, results, strict=True):
         turn.records.append(
