@@ -198,3 +198,19 @@ async def test_a_tool_call_with_unparseable_arguments_is_answered_not_run(
     payload = json.loads(model.requests[1].messages[-1]["content"])
     assert payload["error"]["type"] == "invalid_arguments"
     assert result.tool_calls[0].ok is False
+
+
+async def test_the_agents_apology_for_a_failed_model_is_not_shown_to_the_model(
+    make_agent: AgentFactory,
+) -> None:
+    from hermes.errors import ModelError
+
+    model = ScriptedModel(
+        [ModelError("model server http://10.0.0.1/v1 answered HTTP 500"), say("hi")]
+    )
+    agent = make_agent(model)
+    await agent.run("first", session_id="session-0111")
+    await agent.run("second", session_id="session-0111")
+    sent = model.requests[-1].messages
+    assert [m["role"] for m in sent] == ["user", "user"]
+    assert all("HTTP 500" not in (m["content"] or "") for m in sent)

@@ -257,6 +257,14 @@ async def _run_guarded(rt: Runtime, turn: _Turn, messages: list[dict[str, Any]])
             {"type": exc.code, "message": exc.message},
         )
         log.error("model_failed", error=exc.message, retryable=exc.retryable)
+    except Exception as exc:
+        # Not ours to turn into a reply (a bug in a model or a test double): leave the session
+        # consistent — calls closed, state idle — and let the caller see the error.
+        await _close_pending(rt, turn)
+        turn.fsm.fire("fail")
+        await turn.append(rt.store, [])
+        log.error("turn_failed", error_type=type(exc).__name__)
+        raise
     if ending.outcome != "ok":
         turn.fsm.fire("fail")
     elif ending.awaiting_slot:

@@ -112,6 +112,9 @@ def _sticky_line(item: Item) -> str:
     return f"- {item.role}: {item.content}"
 
 
+_INFRA_FAILURES = frozenset({"error", "timeout"})
+
+
 def _convert(window: list[Item]) -> tuple[list[Message], dict[str, str], int]:
     """Window items → messages without tool results, plus the results by call id.
 
@@ -126,6 +129,10 @@ def _convert(window: list[Item]) -> tuple[list[Message], dict[str, str], int]:
     for item in window:
         kind = item.kind
         if kind in ("summary", "state"):
+            continue
+        if kind == "text" and item.meta and item.meta.get("outcome") in _INFRA_FAILURES:
+            # The agent's own apology for a failed model server or a timeout is for the person,
+            # not the model: it would prime an apology and leak server details into the prompt.
             continue
         if kind == "tool_call" or (kind == "text" and item.role == "assistant"):
             if assistant is None:
