@@ -229,8 +229,10 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         fresh_fn, fresh_agent = await hermes_turn_fn(Path(tmp) / "fresh.db", fresh=True)
         long_fn, long_agent = await hermes_turn_fn(Path(tmp) / "long.db", fresh=False)
-        fns: dict[str, TurnFn] = {"hermes, new session": fresh_fn,
-                                  "hermes, 12-round session": long_fn}
+        fns: dict[str, TurnFn] = {
+            "hermes, new session": fresh_fn,
+            "hermes, 12-round session": long_fn,
+        }
         oa = await openai_agents_turn_fn()
         pa = await pydantic_ai_turn_fn()
         if oa is not None:
