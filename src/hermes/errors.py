@@ -57,6 +57,13 @@ class InvalidInputError(HermesError):
     status = 400
 
 
+class SessionNotFoundError(InvalidInputError):
+    """A session id that no stored session has."""
+
+    code = "session_not_found"
+    status = 404
+
+
 class SessionBusyError(HermesError):
     """Another turn of the same session is running and the caller asked not to wait."""
 

@@ -1,11 +1,15 @@
 """Interactive commands: ``hermes chat`` (a REPL) and ``hermes demo`` (a guided tour).
 
-While a turn runs, a spinner shows what the agent is doing (thinking, calling a tool), driven
-by the turn's event stream.
+While a turn runs, a spinner on stderr shows what the agent is doing (thinking, calling a
+tool), driven by the turn's event stream. Replies go to stdout as written: text from the model
+is never interpreted as rich markup.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -13,22 +17,19 @@ from typing import Annotated
 
 import typer
 from rich.status import Status
+from rich.text import Text
 
 from hermes.agent.agent import Agent
-from hermes.agent.events import (
-    ModelCallStarted,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnFinished,
-)
-from hermes.agent.factory import build_agent
+from hermes.agent.events import ModelCallStarted, ToolCallFinished, ToolCallStarted, TurnFinished
 from hermes.agent.result import RunResult
-from hermes.channels.cli import app, err, fail, loaded_config, out, run_async
+from hermes.channels.app import SessionOption, UserOption, app, open_agent, run_async
+from hermes.channels.output import err, fail, note, out, report_error
 from hermes.errors import HermesError
-from hermes.session.ids import new_session_id
+from hermes.session.ids import new_session_id, validate_session_id, validate_user_id
 
-EXIT_WORDS = {"/exit", "/quit", "exit", "quit", "退出"}
+EXIT_WORDS = frozenset({"/exit", "/quit", "exit", "quit", "退出"})
+THINKING = "思考中… / thinking…"
+_SHOWN_ARGUMENTS_CHARS = 80
 
 DEMO_SCRIPT: list[tuple[str, str]] = [
     ("你好", "A greeting: the offline brain answers in the user's language."),
@@ -47,76 +48,114 @@ DEMO_SCRIPT: list[tuple[str, str]] = [
 
 
 async def _turn(agent: Agent, text: str, session_id: str, user_id: str | None) -> RunResult:
-    """One turn with a live status line: thinking… / calling <tool>…"""
+    """One turn with a live status line on stderr: thinking… / calling <tool>…"""
     result: RunResult | None = None
-    with Status("思考中… / thinking…", console=err, spinner="dots") as status:
+    with Status(THINKING, console=err, spinner="dots") as status:
         async for event in agent.stream(
             text, session_id=session_id, user_id=user_id, channel="cli"
         ):
             if isinstance(event, ModelCallStarted):
-                status.update("思考中… / thinking…")
+                status.update(THINKING)
             elif isinstance(event, ToolCallStarted):
-                status.update(f"调用工具 / calling [bold]{event.name}[/bold] {event.arguments}")
-            elif isinstance(event, ToolCallFinished):
-                mark = "[green]✓[/green]" if event.ok else f"[red]✗ {event.error_type}[/red]"
-                err.print(
-                    f"  [dim]tool[/dim] {event.name} {mark} [dim]{event.cost_ms:.1f} ms[/dim]"
+                status.update(
+                    Text.assemble(
+                        "调用工具 / calling ", (event.name, "bold"), " ", _short(event.arguments)
+                    )
                 )
-            elif isinstance(event, TextDelta):
-                continue
+            elif isinstance(event, ToolCallFinished):
+                mark = ("✓", "green") if event.ok else (f"✗ {event.error_type}", "red")
+                err.print(
+                    Text.assemble(
+                        ("  tool ", "dim"),
+                        event.name,
+                        " ",
+                        mark,
+                        (f" {event.cost_ms:.1f} ms", "dim"),
+                    )
+                )
             elif isinstance(event, TurnFinished):
                 result = event.result
-    assert result is not None
+    if result is None:  # the stream's contract: it always ends with TurnFinished
+        raise RuntimeError("the turn's event stream ended without TurnFinished")
     return result
 
 
+def _short(arguments: dict[str, object]) -> str:
+    text = json.dumps(arguments, ensure_ascii=False, default=str)
+    if len(text) <= _SHOWN_ARGUMENTS_CHARS:
+        return text
+    return text[: _SHOWN_ARGUMENTS_CHARS - 1] + "…"
+
+
+def _print_reply(result: RunResult) -> None:
+    out.print(Text.assemble(("hermes", "bold green"), " ", result.reply))
+
+
 @app.command()
-def chat(
-    session: Annotated[str | None, typer.Option("--session", "-s", help="Session id.")] = None,
-    user: Annotated[str | None, typer.Option("--user", "-u", help="User id.")] = None,
-) -> None:
-    """Chat in the terminal (/exit to leave). / 在终端里对话（输入 /exit 退出）。"""
+def chat(session: SessionOption = None, user: UserOption = None) -> None:
+    """Chat in the terminal (/exit or Ctrl-D to leave). / 在终端里对话（输入 /exit 退出）。
+
+    Lines are read from standard input, so `printf '15*27\\n' | hermes chat` works too.
+    Ctrl-C during a turn cancels that turn; at the prompt it leaves.
+    """
     try:
-        agent = build_agent(loaded_config())
+        session_id = new_session_id() if session is None else validate_session_id(session)
+        user_id = None if user is None else validate_user_id(user)
+        agent = open_agent()
     except HermesError as exc:
         fail(exc)
-    session_id = session or new_session_id()
     out.print(
-        f"[bold]Hermes[/bold] · model [cyan]{agent.model.name}[/cyan] · "
-        f"session [cyan]{session_id}[/cyan]"
+        Text.assemble(
+            ("Hermes", "bold"),
+            " · model ",
+            (agent.model.name, "cyan"),
+            " · session ",
+            (session_id, "cyan"),
+        )
     )
-    out.print("[dim]输入 /exit 退出 · type /exit to leave[/dim]")
-    run_async(lambda: _repl(agent, session_id, user))
+    note("输入 /exit 退出 · type /exit to leave")
+    # One event loop for the whole conversation; reading a line happens outside it, so Ctrl-C
+    # at the prompt is a plain KeyboardInterrupt, while inside a turn it cancels the turn.
+    with asyncio.Runner() as runner:
+        try:
+            _repl(runner, agent, session_id, user_id)
+        finally:
+            runner.run(agent.aclose())
 
 
-async def _repl(agent: Agent, session_id: str, user_id: str | None) -> None:
-    try:
-        while True:
+def _repl(runner: asyncio.Runner, agent: Agent, session_id: str, user_id: str | None) -> None:
+    while True:
+        try:
             text = _read_line()
-            if text is None or text.strip() in EXIT_WORDS:
-                break
-            if not text.strip():
-                continue
-            try:
-                result = await _turn(agent, text, session_id, user_id)
-            except HermesError as exc:
-                err.print(f"[red]error:[/red] {exc.message}")
-                continue
-            out.print(f"[bold green]hermes[/bold green] {result.reply}")
-    finally:
-        await agent.aclose()
+        except KeyboardInterrupt:
+            out.print()
+            return
+        if text is None or text.strip() in EXIT_WORDS:
+            return
+        if not text.strip():
+            continue
+        try:
+            result = runner.run(_turn(agent, text, session_id, user_id))
+        except HermesError as exc:
+            report_error(exc.message)
+            continue
+        except KeyboardInterrupt:
+            note("turn cancelled / 本轮已取消", style="yellow")
+            continue
+        _print_reply(result)
 
 
 def _read_line() -> str | None:
-    """One line from the terminal; None at end of input. Bad UTF-8 is reported and skipped."""
-    out.print("[bold cyan]you[/bold cyan] ", end="")
+    """One line of standard input; None at its end. Bad UTF-8 is reported and skipped."""
+    if sys.stdin.isatty():
+        out.print(Text("you", style="bold cyan"), end=" ")
     raw = sys.stdin.buffer.readline()
     if not raw:
         return None
     try:
-        return raw.decode("utf-8").rstrip("\r\n")
+        return raw.decode("utf-8").removeprefix("\ufeff").rstrip("\r\n")
     except UnicodeDecodeError:
-        err.print("[red]error:[/red] that line is not valid UTF-8 / 这一行不是有效的 UTF-8 文本")
+        report_error("that line is not valid UTF-8 / 这一行不是有效的 UTF-8 文本")
         return ""
 
 
@@ -126,45 +165,53 @@ def demo(
         bool, typer.Option(help="Keep the demo database (printed at the end).")
     ] = False,
 ) -> None:
-    """A guided offline conversation through Hermes's features. / 离线功能导览。"""
-    workdir = Path(tempfile.mkdtemp(prefix="hermes-demo-"))
-    try:
-        agent = build_agent(
-            loaded_config(), offline=True, store=workdir / "demo.db", log_to_file=False
-        )
-    except HermesError as exc:
-        fail(exc)
-    out.print(
-        "[bold]Hermes demo[/bold] — offline rule brain, built-in tools, SQLite session\n"
-        "[dim]离线规则大脑 · 内置工具 · SQLite 会话[/dim]\n"
-    )
-    run_async(lambda: _demo(agent))
-    if keep:
-        out.print(f"\n[dim]demo database: {workdir / 'demo.db'}[/dim]")
-    else:
-        import shutil
+    """A guided offline conversation through Hermes's features. / 离线功能导览。
 
-        shutil.rmtree(workdir, ignore_errors=True)
+    It uses the offline rule brain and a temporary database: nothing is written to the
+    current directory.
+    """
+    workdir = Path(tempfile.mkdtemp(prefix="hermes-demo-"))
+    database = workdir / "demo.db"
+    try:
+        try:
+            agent = open_agent(offline=True, store=database, log_to_file=False)
+        except HermesError as exc:
+            fail(exc)
+        out.print(Text("Hermes demo — offline rule brain, built-in tools, SQLite session", "bold"))
+        out.print(Text("离线规则大脑 · 内置工具 · SQLite 会话\n", "dim"))
+        try:
+            run_async(lambda: _demo(agent))
+        except HermesError as exc:
+            fail(exc)
+        if keep:
+            note(f"\ndemo database: {database}")
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 async def _demo(agent: Agent) -> None:
     session_id = "demo-" + new_session_id()[2:14]
     try:
-        for text, note in DEMO_SCRIPT:
-            out.print(f"[dim]# {note}[/dim]")
-            out.print(f"[bold cyan]you[/bold cyan]    {text}")
+        for text, comment in DEMO_SCRIPT:
+            out.print(Text(f"# {comment}", style="dim"))
+            out.print(Text.assemble(("you   ", "bold cyan"), " ", text))
             result = await _turn(agent, text, session_id, "demo-user")
-            out.print(f"[bold green]hermes[/bold green] {result.reply}")
-            out.print(f"[dim]       state={result.state} trace={result.trace_id[:8]}[/dim]\n")
+            _print_reply(result)
+            out.print(Text(f"       state={result.state} trace={result.trace_id[:8]}\n", "dim"))
         record = await agent.store.load_session(session_id)
         if record is not None:
             out.print(
-                f"[dim]session {session_id}: {record.item_count} items stored, "
-                f"state {record.state.fsm_state}[/dim]"
+                Text(
+                    f"session {session_id}: {record.item_count} items stored, "
+                    f"state {record.state.fsm_state}",
+                    "dim",
+                )
             )
         out.print(
-            "Next: [bold]hermes chat[/bold] to talk, or point Hermes at a model "
-            "(see README). / 下一步：hermes chat，或在 README 中配置真实模型。"
+            "Next: hermes chat to talk, or point Hermes at a model (see README). / "
+            "下一步：hermes chat，或在 README 中配置真实模型。",
+            markup=False,
         )
     finally:
         await agent.aclose()
