@@ -50,6 +50,15 @@ _INSERT_ITEM = (
     "trace_id, meta, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _SELECT_SESSION = f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?"
+_RESERVE_SEQS = (
+    "UPDATE sessions SET last_seq = last_seq + ?, item_count = item_count + ?, last_active = ? "
+    "WHERE session_id = ? RETURNING last_seq"
+)
+_RESERVE_SEQS_WITH_STATE = (
+    "UPDATE sessions SET last_seq = last_seq + ?, item_count = item_count + ?, last_active = ?, "
+    "fsm_state = ?, state_entered_at = ?, scratch = ?, token_estimate = ? "
+    "WHERE session_id = ? RETURNING last_seq"
+)
 
 # The reads of a turn (seed 001 §2.2). The literal WHERE terms match the partial indexes of
 # migrations.py, so each is an index seek; OFFSET walks at most ``rounds`` index entries.
@@ -542,7 +551,9 @@ def _ensure_session(
     if row is not None and not _needs_claim(row, session_id, user_id, title):
         return _record_from_row(row)
     with _transaction(conn):
-        _ensure_locked(conn, session_id, user_id, title, now)
+        created = _ensure_locked(conn, session_id, user_id, title, now)
+        if created is not None:
+            return created
         row = conn.execute(_SELECT_SESSION, (session_id,)).fetchone()
     return _record_from_row(row)
 
@@ -559,8 +570,9 @@ def _needs_claim(row: Any, session_id: str, user_id: str | None, title: str | No
 
 def _ensure_locked(
     conn: sqlite3.Connection, session_id: str, user_id: str | None, title: str | None, now: float
-) -> None:
-    """Inside a write transaction: create the session or bind its user/title."""
+) -> SessionRecord | None:
+    """Inside a write transaction: create the session (returning its record, known without a
+    read) or bind its user/title (returning None)."""
     row = conn.execute(_SELECT_SESSION, (session_id,)).fetchone()
     if row is None:
         conn.execute(
@@ -568,12 +580,14 @@ def _ensure_locked(
             "VALUES (?, ?, ?, ?, ?)",
             (session_id, user_id, title, now, now),
         )
-    elif _needs_claim(row, session_id, user_id, title):
+        return SessionRecord(session_id, user_id, title, now, now)
+    if _needs_claim(row, session_id, user_id, title):
         conn.execute(
             "UPDATE sessions SET user_id = COALESCE(user_id, ?), title = COALESCE(title, ?) "
             "WHERE session_id = ?",
             (user_id, title or None, session_id),
         )
+    return None
 
 
 def _append(
@@ -584,34 +598,26 @@ def _append(
     now: float,
 ) -> int:
     """Write items and/or state in one transaction; return the seq of the first item."""
+    count = len(rows)
     with _transaction(conn):
-        found = conn.execute(
-            "SELECT last_seq FROM sessions WHERE session_id = ?", (session_id,)
-        ).fetchone()
+        # One statement reserves the seqs and saves the state (RETURNING: SQLite >= 3.35);
+        # the write lock of BEGIN IMMEDIATE keeps the reserved range ours.
+        if state_row is None:
+            found = conn.execute(_RESERVE_SEQS, (count, count, now, session_id)).fetchone()
+        else:
+            found = conn.execute(
+                _RESERVE_SEQS_WITH_STATE, (count, count, now, *state_row, session_id)
+            ).fetchone()
         if found is None:
             raise StoreError(
                 f"session {session_id!r} does not exist (call ensure_session first)",
                 session_id=session_id,
             )
-        first = int(found[0]) + 1
+        first = int(found[0]) - count + 1
         if rows:
             conn.executemany(
                 _INSERT_ITEM,
                 [(session_id, first + i, *values, now) for i, values in enumerate(rows)],
-            )
-        last_seq = first - 1 + len(rows)
-        if state_row is None:
-            conn.execute(
-                "UPDATE sessions SET last_seq = ?, item_count = item_count + ?, last_active = ? "
-                "WHERE session_id = ?",
-                (last_seq, len(rows), now, session_id),
-            )
-        else:
-            conn.execute(
-                "UPDATE sessions SET last_seq = ?, item_count = item_count + ?, last_active = ?, "
-                "fsm_state = ?, state_entered_at = ?, scratch = ?, token_estimate = ? "
-                "WHERE session_id = ?",
-                (last_seq, len(rows), now, *state_row, session_id),
             )
     return first
 
