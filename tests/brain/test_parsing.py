@@ -206,3 +206,25 @@ def test_numbers_are_read_from_digits_or_chinese() -> None:
 )
 def test_chinese_characters_make_the_reply_chinese(text: str, lang: str) -> None:
     assert language_of(text) == lang
+
+
+@pytest.mark.parametrize(
+    ("text", "expression"),
+    [
+        ("sqrt(2)*3", "sqrt(2)*3"),
+        ("计算 sqrt(16)", "sqrt(16)"),
+        ("what is log(100)?", "log(100)"),
+        ("max(1, 2) + 1", "max(1,2)+1"),
+        ("pi*2", "pi*2"),
+    ],
+)
+def test_calculator_functions_reach_the_calculator_whole(text: str, expression: str) -> None:
+    parsed = parse_expression(text)
+    assert parsed is not None
+    assert parsed.text == expression
+
+
+@pytest.mark.parametrize("text", ["foo(2)*3", "evil(1)+1", "sqrtx(4)*2"])
+def test_an_unknown_function_is_never_dropped_silently(text: str) -> None:
+    # "foo(2)*3" must not become "(2)*3": that would be a wrong answer, not an honest one.
+    assert parse_expression(text) is None

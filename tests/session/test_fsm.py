@@ -40,13 +40,29 @@ def test_a_trigger_not_allowed_in_the_state_is_an_error() -> None:
         fsm.fire("teleport")
 
 
-def test_fail_and_expire_reach_idle_from_every_state() -> None:
+def test_fail_reaches_idle_from_every_state() -> None:
     spec = StateMachineSpec()
     for state in spec.states:
-        for trigger in ("fail", "expire"):
-            fsm = spec.attach(state)
-            assert fsm.fire(trigger)
-            assert fsm.state == "idle"
+        fsm = spec.attach(state)
+        assert fsm.fire("fail")
+        assert fsm.state == "idle"
+
+
+def test_expire_follows_the_states_on_timeout(tmp_path: Path) -> None:
+    path = tmp_path / "states.yaml"
+    path.write_text(
+        "initial: idle\n"
+        "states: [{name: idle}, {name: asking, timeout: 5, on_timeout: gave_up}, "
+        "{name: gave_up}]\n"
+        "transitions: [{trigger: ask, source: idle, dest: asking}]\n",
+        encoding="utf-8",
+    )
+    fsm = StateMachineSpec(path).attach("asking", entered_at=time.time() - 60)
+    seen: list[tuple[str, str, str]] = []
+    fsm.listeners.append(lambda s, d, t: seen.append((s, d, t)))
+    assert fsm.expired()
+    assert fsm.expire() == "gave_up"
+    assert seen == [("asking", "gave_up", "expire")]
 
 
 def test_a_state_expires_after_its_timeout() -> None:

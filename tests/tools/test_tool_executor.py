@@ -8,6 +8,7 @@ import enum
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -358,11 +359,21 @@ async def test_summary_from_output_summary_key(registry: ToolRegistry, ctx: Tool
 
 
 async def test_broken_summary_function_does_not_fail_the_call(
-    registry: ToolRegistry, ctx: ToolContext, caplog: pytest.LogCaptureFixture
+    registry: ToolRegistry, ctx: ToolContext, tmp_path: Path
 ) -> None:
-    result = await run(registry, ctx, "bad_summary")
+    from hermes.observe import configure_logging, reset_logging
+
+    log_file = tmp_path / "hermes.log"
+    configure_logging(log_file, "INFO")
+    try:
+        result = await run(registry, ctx, "bad_summary")
+    finally:
+        reset_logging()
     assert (result.ok, result.summary) == (True, None)
-    assert "tool summary failed" in caplog.text
+    lines = [json.loads(line) for line in log_file.read_text().splitlines()]
+    assert any(
+        line["event"] == "tool_summary_failed" and line["tool"] == "bad_summary" for line in lines
+    )
 
 
 async def test_cancellation_propagates(registry: ToolRegistry, ctx: ToolContext) -> None:

@@ -9,6 +9,16 @@ from hermes.config import LoadedConfig
 from hermes.models.base import Model
 from hermes.models.brain import RuleBrain
 from hermes.observe import configure_logging
+from hermes.session.open import open_store
+
+#: The system prompt used with a configured model when ``agent.instructions`` is not set
+#: (seed 002 §5: constraint over freedom; seed 004 §3.3: ask tools, never invent).
+DEFAULT_INSTRUCTIONS = (
+    "You are Hermes, a precise assistant that acts through tools. Use a tool whenever the "
+    "answer depends on data or an action you do not have; never invent tool results, numbers "
+    "or facts. If no tool can do what is asked, say so plainly. If a tool returns an error, "
+    "fix the arguments or explain the failure. Answer in the user's language, briefly."
+)
 
 
 def build_model(loaded: LoadedConfig, *, offline: bool = False) -> Model:
@@ -48,11 +58,18 @@ def build_agent(
     if log_to_file and loaded.log_file is not None:
         configure_logging(loaded.log_file, loaded.config.logging.level)
     ac = loaded.config.agent
+    model = build_model(loaded, offline=offline)
+    instructions = ac.instructions
+    if instructions is None and loaded.config.model is not None and not offline:
+        instructions = DEFAULT_INSTRUCTIONS
     return Agent(
-        model=build_model(loaded, offline=offline),
+        model=model,
         tools=loaded.config.tools.builtins,
-        store=store if store is not None else loaded.store_path,
-        instructions=ac.instructions,
+        # The raw value, so ":memory:" and URLs keep their meaning (not made into a path).
+        store=store
+        if store is not None
+        else open_store(loaded.config.store.path, base_dir=loaded.base_dir),
+        instructions=instructions,
         max_iterations=ac.max_iterations,
         turn_timeout=ac.turn_timeout,
         context_rounds=ac.context_rounds,

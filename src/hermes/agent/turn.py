@@ -144,10 +144,12 @@ async def run_turn(
         emit,
     )
     turn.fsm.listeners.append(_state_listener(turn))
+    # The total timeout covers the history fold, model calls and tools (not store writes).
+    turn.deadline = asyncio.get_running_loop().time() + rt.settings.turn_timeout
     emit(TurnStarted(session_id, trace_id, message.msg_id))
     await _recover(rt, turn, record.last_seq)
     slice_ = await rt.store.context_slice(session_id, max(1, rt.settings.context_rounds - 1))
-    slice_ = await _close_gap(rt, session_id, slice_)
+    slice_ = await _close_gap(rt, turn, slice_)
     turn.fsm.fire("receive_input", text=message.content)
     user_item = Item(
         "user",
@@ -230,14 +232,13 @@ async def _recover(rt: Runtime, turn: _Turn, last_seq: int) -> None:
         log.warning("turn_recovered", repaired_calls=len(repairs))
     elif fsm.expired():
         previous = fsm.state
-        fsm.fire("expire")
+        fsm.expire()
         turn.state.scratch.pop("pending", None)
         log.info("state_timeout", state=previous)
 
 
 async def _run_guarded(rt: Runtime, turn: _Turn, messages: list[dict[str, Any]]) -> _Ending:
     """The model/tool iterations under the turn's total timeout; failures become endings."""
-    turn.deadline = asyncio.get_running_loop().time() + rt.settings.turn_timeout
     try:
         ending = await _iterate(rt, turn, messages)
     except TimeoutError:
@@ -405,7 +406,7 @@ async def _tool_step(
         )
 
 
-async def _close_gap(rt: Runtime, session_id: str, slice_: ContextSlice) -> ContextSlice:
+async def _close_gap(rt: Runtime, turn: _Turn, slice_: ContextSlice) -> ContextSlice:
     """Make sure nothing between the summary and the window is invisible to the model.
 
     Rounds that left the window are folded into the rolling summary once there are at least
@@ -414,15 +415,23 @@ async def _close_gap(rt: Runtime, session_id: str, slice_: ContextSlice) -> Cont
     """
     if slice_.backlog <= 0:
         return slice_
+    session_id = turn.session_id
     if slice_.backlog >= rt.settings.summary_min_backlog:
         started = time.perf_counter()
-        summary = await fold_backlog(
-            rt.store,
-            session_id,
-            slice_,
-            rt.summarizer,
-            min_backlog=rt.settings.summary_min_backlog,
-        )
+        try:
+            async with asyncio.timeout_at(turn.deadline):
+                summary = await fold_backlog(
+                    rt.store,
+                    session_id,
+                    slice_,
+                    rt.summarizer,
+                    min_backlog=rt.settings.summary_min_backlog,
+                )
+        except TimeoutError:
+            # The summarizer used the whole turn's time: answer with what we have (the model
+            # call that follows times out and says so); the next turn folds again.
+            log.warning("history_fold_timeout", backlog=slice_.backlog)
+            return slice_
         log.info("history_folded", cost_ms=round((time.perf_counter() - started) * 1000, 3))
         return ContextSlice(slice_.sticky, summary or slice_.summary, slice_.window)
     unfolded = await rt.store.read_items(

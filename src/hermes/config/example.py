@@ -23,7 +23,7 @@ model:
   model: ${HERMES_MODEL:-qwen2.5-7b-instruct}
   temperature: 0.2          # 0..2; tool calling wants it low (seed 002 §3.1)
   max_tokens: null          # null: the server's default
-  timeout: 60               # seconds for a whole request
+  timeout: 60               # seconds to wait for each read/write of a request
   connect_timeout: 10       # seconds to open the connection
   max_retries: 2            # 0..10, on timeouts and 5xx
   tool_mode: native         # native: the server's `tools`; hermes: <tool_call> tags in the prompt
@@ -31,7 +31,7 @@ model:
   extra_headers: {}         # e.g. {X-Tenant: ops}
 
 agent:
-  instructions: null        # system prompt; null uses the built-in one
+  instructions: null        # system prompt; null: Hermes's built-in one (with a model)
   max_iterations: 8         # model calls per turn
   turn_timeout: 120         # seconds
   context_rounds: 12        # recent rounds kept verbatim, older ones summarised
@@ -52,7 +52,6 @@ brain:
                             # 自定义意图文件（中英文关键词与槽位）
 
 tools:
-  builtins: [calculator, current_time]
-  # Also available: read_file, write_file, list_files, http_request, shell.
-  workspace: .              # file tools stay inside this directory
+  builtins: [calculator, current_time]   # the built-in tools offered (these two exist now)
+  workspace: .              # the directory tools see as ToolContext.workspace
 """

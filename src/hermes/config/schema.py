@@ -32,7 +32,7 @@ class ModelConfig(_Section):
     model: str = Field(min_length=1)
     temperature: float = Field(default=0.2, ge=0, le=2)
     max_tokens: int | None = Field(default=None, gt=0)
-    #: Seconds for a whole request, and for opening the connection.
+    #: Seconds to wait for each read/write of a request (``connect_timeout`` for connecting).
     timeout: float = Field(default=60, gt=0)
     connect_timeout: float = Field(default=10, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
@@ -66,7 +66,8 @@ class ModelConfig(_Section):
 class AgentConfig(_Section):
     """The agent loop's limits (seed 001 §2.2: 12 rounds, ~6000 tokens of context)."""
 
-    #: The system prompt; ``None`` uses the built-in one.
+    #: The system prompt; ``None``: Hermes's built-in one when a model is configured
+    #: (``hermes.agent.factory.DEFAULT_INSTRUCTIONS``), none for the offline brain.
     instructions: str | None = None
     #: Model calls per turn before the loop gives up with an honest failure.
     max_iterations: int = Field(default=8, ge=1, le=100)
@@ -79,7 +80,7 @@ class AgentConfig(_Section):
     max_message_chars: int = Field(default=100_000, ge=1)
     #: Items beyond the window before a summary is written.
     summary_min_backlog: int = Field(default=8, ge=1)
-    #: Consecutive hallucinated tool names before the turn stops (seed 002 §4.2: three).
+    #: Hallucinated tool names in one turn before it stops (seed 002 §4.2: three).
     max_unknown_tools: int = Field(default=3, ge=1)
 
 
@@ -115,7 +116,7 @@ class ToolsConfig(_Section):
     """Which built-in tools are enabled and where file tools may work."""
 
     builtins: list[str] = Field(default_factory=lambda: ["calculator", "current_time"])
-    #: Root for read_file/write_file/list_files; relative to the run directory.
+    #: The directory tools get as ``ToolContext.workspace``; relative to the run directory.
     workspace: str = Field(default=".", min_length=1)
 
 

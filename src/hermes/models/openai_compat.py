@@ -16,7 +16,6 @@ retry policy, and one place that logs it.
 from __future__ import annotations
 
 import email.utils
-import logging
 import random
 import secrets
 import socket
@@ -33,10 +32,11 @@ from hermes.models.base import FinishReason, ModelRequest, ModelResponse, ToolCa
 from hermes.models.guard import check_model_request
 from hermes.models.hermes_format import CALL_OPEN, parse_tool_calls, to_hermes_messages
 from hermes.models.json_repair import loads_lenient
+from hermes.observe import get_logger
 
 __all__ = ["OpenAICompatModel", "retry_delay"]
 
-_log = logging.getLogger(__name__)
+_log = get_logger("models")
 
 ToolMode = Literal["native", "hermes"]
 _FINISH_REASONS: dict[str, FinishReason] = {
@@ -271,7 +271,7 @@ class OpenAICompatModel:
         except openai.APIStatusError as exc:
             if exc.status_code not in (400, 422) or "stream_options" not in str(exc.body):
                 raise
-            _log.info("model server %s rejects stream_options; not sending it", self._base_url)
+            _log.info("stream_options_rejected", server=self._base_url)
             self._stream_usage = False
             stream = await create(**params, stream=True)
         return stream
@@ -291,12 +291,12 @@ class OpenAICompatModel:
         failure = state.outcome.exception() if state.outcome is not None else None
         wait = state.next_action.sleep if state.next_action is not None else 0.0
         _log.warning(
-            "model request to %s failed (%s); retry %d/%d in %.2f s",
-            self._base_url,
-            failure,
-            state.attempt_number,
-            self._max_retries,
-            wait,
+            "model_retry",
+            server=self._base_url,
+            error=str(failure),
+            attempt=state.attempt_number,
+            max_retries=self._max_retries,
+            wait_s=round(wait, 3),
         )
 
     def _final_error(self, failure: _AttemptError, attempts: int) -> ModelError:

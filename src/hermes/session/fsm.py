@@ -100,6 +100,18 @@ class ConversationState:
                 return True
         return False
 
+    def expire(self) -> str:
+        """Leave a state held past its timeout for the state's ``on_timeout`` (else the initial
+        state); listeners see the trigger ``expire``. Returns the new state."""
+        source = self.state
+        dest = self.spec.states[source].on_timeout or self.spec.initial
+        if dest != source:
+            self.state = dest
+            self.entered_at = time.time()
+            for listener in self.listeners:
+                listener(source, dest, "expire")
+        return dest
+
     def expired(self, now: float | None = None) -> bool:
         """Whether the session has stayed in its state longer than the state's timeout."""
         timeout = self.spec.states[self.state].timeout

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 from time import perf_counter
 from typing import Any
 
@@ -19,13 +18,14 @@ from pydantic_core import to_jsonable_python
 
 from hermes.errors import ToolArgumentError, ToolError
 from hermes.models.base import ToolCall
+from hermes.observe import get_logger
 from hermes.tools.base import Tool, ToolContext, ToolResult
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.validation import validate_arguments
 
 __all__ = ["execute_tool_call", "json_safe"]
 
-logger = logging.getLogger(__name__)
+logger = get_logger("tools")
 
 #: How many registered names an ``unknown_tool`` error lists (bounded for huge registries).
 _MAX_LISTED_TOOLS = 20
@@ -70,7 +70,7 @@ async def execute_tool_call(
     except ToolError as exc:  # a failure the tool reports on purpose, with its own code
         return _failure(exc.code, exc.message, start)
     except Exception as exc:  # noqa: BLE001 - any tool bug becomes data for the model
-        logger.warning("tool raised", extra={"tool": tool.name, "error_type": type(exc).__name__})
+        logger.warning("tool_raised", tool=tool.name, error_type=type(exc).__name__)
         return _failure("execution_error", f"{type(exc).__name__}: {exc}", start)
     return _success(tool, output, max_output_chars, start)
 
@@ -137,10 +137,7 @@ def _summary(tool: Tool, output: Any) -> str | None:
         try:
             return str(tool.summary(output))
         except Exception as exc:  # noqa: BLE001 - a broken summary must not fail the call
-            logger.warning(
-                "tool summary failed",
-                extra={"tool": tool.name, "error_type": type(exc).__name__},
-            )
+            logger.warning("tool_summary_failed", tool=tool.name, error_type=type(exc).__name__)
             return None
     if isinstance(output, dict):
         summary = output.get("summary")

@@ -36,6 +36,9 @@ _TOKEN = re.compile(
     |(?P<word_op>加上|加|减去|减掉|减|乘以|乘上|乘|除以
         |\bplus\b|\bminus\b|\bmultiplied\s+by\b|\btimes\b|\bdivided\s+by\b)
     |(?P<sym_op>[-+*/×÷−]|(?<![a-z])x(?![a-z]))
+    |(?P<fn>\b(?:sqrt|abs|round|floor|ceil|log10|log|exp|sin|cos|tan|min|max)\s*(?=\())
+    |(?P<const>\bpi\b|π)
+    |(?P<comma>,)
     |(?P<neg>负)
     |(?P<cn>{_CN}+)
     |(?P<lp>[(\[])
@@ -57,7 +60,7 @@ _WORD_OPS = {
 _SYMBOL_OPS = {"-": "-", "−": "-", "+": "+", "*": "*", "/": "/", "×": "*", "÷": "/", "x": "*"}
 _POSTFIX = {"平方根": "**0.5", "平方": "**2", "立方": "**3", "squared": "**2", "cubed": "**3"}
 
-_Kind = Literal["num", "op", "postfix", "lp", "rp"]
+_Kind = Literal["num", "op", "postfix", "lp", "rp", "fn", "comma"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,8 @@ def parse_expression(text: str) -> ParsedExpression | None:
     best: ParsedExpression | None = None
     best_size = 0
     for run in _runs(tokens, normalized):
+        if _glued_to_a_word(normalized, run[0].start):
+            continue  # "foo(2)*3": an unknown function, never silently "(2)*3"
         parsed = _check_run(run)
         if parsed is not None and len(run) > best_size:
             best, best_size = parsed, len(run)
@@ -168,6 +173,12 @@ def _token_from(match: re.Match[str]) -> _Token | None:
         return _Token("op", _SYMBOL_OPS[match.group("sym_op")], start, end)
     if group == "neg":
         return _Token("op", "-", start, end)
+    if group == "fn":
+        return _Token("fn", match.group("fn").strip(), start, end)
+    if group == "const":
+        return _Token("num", "pi", start, end)
+    if group == "comma":
+        return _Token("comma", ",", start, end)
     if group == "cn":
         number = chinese_to_int(match.group("cn"))
         return None if number is None else _Token("num", str(number), start, end)
@@ -181,6 +192,11 @@ def _number_text(text: str) -> str | None:
         return str(int(text))
     value = chinese_to_int(text)
     return None if value is None else str(value)
+
+
+def _glued_to_a_word(text: str, start: int) -> bool:
+    """Whether a run starts right after a letter (part of a name we do not know)."""
+    return start > 0 and (text[start - 1].isascii() and text[start - 1].isalpha())
 
 
 def _runs(tokens: list[_Token], text: str) -> list[list[_Token]]:
@@ -213,10 +229,14 @@ def _check_run(run: list[_Token]) -> ParsedExpression | None:
                 expect_operand = False
             elif token.kind == "lp":
                 depth += 1
+            elif token.kind == "fn":
+                has_operator = True  # its "(" follows (the pattern looks ahead for it)
             elif not (token.kind == "op" and token.text in "+-"):  # a sign
                 return None
             continue
-        if token.kind == "op":
+        if token.kind == "comma" and depth > 0:
+            expect_operand = True  # min(1, 2)
+        elif token.kind == "op":
             expect_operand, has_operator = True, True
         elif token.kind == "postfix":
             has_operator = True
