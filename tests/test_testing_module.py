@@ -228,7 +228,9 @@ async def test_a_model_error_step_ends_the_turn_honestly_not_loudly(
     result = await agent.run("hello", session_id=SESSION)
     assert result.outcome == "error"
     assert result.state == "idle"
-    assert "HTTP 503 from the model" in result.reply
+    assert (
+        "HTTP 503 from the model" in result.error["message"]
+    )  # details for programs, not the person
 
 
 # FunctionModel -------------------------------------------------------------------------------
@@ -321,7 +323,7 @@ async def test_a_blocked_request_in_an_agent_is_an_honest_error_turn(
         result = await _agent(agent_on, model, tmp_path).run("hello", session_id=SESSION)
         assert server.requests == []
     assert result.outcome == "error"
-    assert "blocked" in result.reply
+    assert "blocked" in result.error["message"]
 
 
 def _fail_inside_allow(seen: list[bool]) -> None:

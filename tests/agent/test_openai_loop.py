@@ -270,8 +270,8 @@ async def test_repeated_http_500_ends_the_turn_with_a_clear_error(
     assert result.outcome == "error"
     assert result.state == "idle"
     assert result.tool_calls == []
-    assert result.reply.startswith("Sorry, the model service failed:")
-    assert "HTTP 500 after 3 attempts" in result.reply
+    assert result.reply.startswith("Sorry, the model service is unavailable")
+    assert "HTTP 500 after 3 attempts" in result.error["message"]
     assert result.error is not None
     assert result.error["type"] == "model_error"
     assert server.base_url in result.error["message"]
@@ -328,8 +328,8 @@ async def test_a_malformed_answer_ends_the_turn_honestly(
     assert len(server.requests) == 1  # malformed answers are not retried
     assert result.outcome == "error"
     assert result.state == "idle"
-    assert "malformed response" in result.reply
-    assert result.reply.startswith("Sorry, the model service failed:")
+    assert "malformed response" in result.error["message"]
+    assert result.reply.startswith("Sorry, the model service is unavailable")
     items = await all_items(agent, SESSION)
     assert items[0].content == "hello"
     server.push(Reply.text("Hi!"))
@@ -344,7 +344,7 @@ async def test_a_malformed_stream_ends_the_turn_honestly(
     events, result = await _collect(agent, "hello")
     assert result.outcome == "error"
     assert result.state == "idle"
-    assert "model service failed" in result.reply
+    assert "model service is unavailable" in result.reply
     assert not [e for e in events if isinstance(e, TextDelta)]
     server.push(Reply.text("Hi!"))
     _, recovered = await _collect(agent, "hello again")
@@ -356,7 +356,7 @@ async def test_a_chinese_message_gets_the_error_sentence_in_chinese(
 ) -> None:
     server.default = Reply.http_error(500, "overloaded")
     result = await make_agent(max_retries=0).run("你好", session_id=SESSION)
-    assert result.reply.startswith("抱歉，模型服务出错了")
+    assert result.reply.startswith("抱歉，模型服务暂时不可用")
 
 
 # (f) hallucinated tools ----------------------------------------------------------------------

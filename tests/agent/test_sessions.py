@@ -36,7 +36,8 @@ async def test_a_turn_cut_off_mid_tool_is_repaired_by_the_next_one(
     agent = make_agent(ScriptedModel([say("recovered")]))
     store = agent.store
     await store.ensure_session("session-0102", None)
-    crashed = SessionState(fsm_state="executing_tool", state_entered_at=time.time())
+    # Left by a process that died long ago (a recent one could still be running it).
+    crashed = SessionState(fsm_state="executing_tool", state_entered_at=time.time() - 3600)
     await store.append(
         "session-0102",
         [

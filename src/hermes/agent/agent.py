@@ -19,7 +19,8 @@ from hermes.agent.events import AgentEvent, TurnFinished
 from hermes.agent.history import import_chat_history
 from hermes.agent.locks import SessionLocks
 from hermes.agent.result import RunResult
-from hermes.agent.turn import Runtime, TurnSettings, run_turn
+from hermes.agent.turn import run_turn
+from hermes.agent.turn_state import Runtime, TurnSettings
 from hermes.errors import InvalidInputError
 from hermes.messages import Message
 from hermes.models.base import Model
@@ -29,7 +30,7 @@ from hermes.session.fsm import StateMachineSpec
 from hermes.session.ids import new_session_id, validate_session_id, validate_user_id
 from hermes.session.open import open_store
 from hermes.session.store import Store
-from hermes.session.summary import ExtractiveSummarizer, ModelSummarizer, Summarizer
+from hermes.session.summary import ExtractiveSummarizer, Summarizer
 from hermes.tools.base import Tool
 from hermes.tools.builtin import BUILTIN_TOOLS
 from hermes.tools.decorator import as_tool
@@ -74,11 +75,10 @@ class Agent:
         self.store: Store = open_store(store)
         self.max_message_chars = max_message_chars
         if summarizer is None:
-            summarizer = (
-                ExtractiveSummarizer()
-                if isinstance(self.model, RuleBrain)
-                else ModelSummarizer(self.model, fallback=ExtractiveSummarizer())
-            )
+            # Deterministic and free; pass ModelSummarizer(model) to have a model write the
+            # rolling summary (hermes.yaml with a model does). Never the agent's own model by
+            # default: a summary request would consume a scripted model's steps.
+            summarizer = ExtractiveSummarizer()
         self._runtime = Runtime(
             model=self.model,
             tools=self.tools,
@@ -127,7 +127,12 @@ class Agent:
         channel: str = "python",
         trace_id: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
-        """Run one turn, yielding its events as they happen; the last is ``TurnFinished``."""
+        """Run one turn, yielding its events as they happen; the last is ``TurnFinished``.
+
+        If the turn raises, the error is raised here instead. Leaving early cancels the turn
+        and closes it cleanly (calls without results get ``interrupted``, the state goes back to
+        ``idle``); use ``contextlib.aclosing(agent.stream(...))`` so that happens at once.
+        """
         message = Message.request(
             _check_text(text, self.max_message_chars),
             channel=channel,

@@ -1,7 +1,8 @@
 """The typed events a turn emits, in order; the CLI and the HTTP API render them.
 
-A turn always starts with ``TurnStarted`` and ends with exactly one ``TurnFinished`` (which
-carries the :class:`~hermes.agent.result.RunResult`, also for failed turns).
+A turn starts with ``TurnStarted`` and ends with exactly one ``TurnFinished`` (which carries
+the :class:`~hermes.agent.result.RunResult`, also for turns that failed honestly); a turn that
+raises (a bug, a cancelled caller) ends the stream with that exception instead.
 """
 
 from __future__ import annotations

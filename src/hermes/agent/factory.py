@@ -10,6 +10,7 @@ from hermes.models.base import Model
 from hermes.models.brain import RuleBrain
 from hermes.observe import configure_logging
 from hermes.session.open import open_store
+from hermes.session.summary import ModelSummarizer
 
 #: The system prompt used with a configured model when ``agent.instructions`` is not set
 #: (seed 002 §5: constraint over freedom; seed 004 §3.3: ask tools, never invent).
@@ -78,4 +79,7 @@ def build_agent(
         max_unknown_tools=ac.max_unknown_tools,
         summary_min_backlog=ac.summary_min_backlog,
         workspace=loaded.workspace,
+        # With a real model configured, the model writes the rolling summary (seed 001 §2.2),
+        # falling back to the extractive one when it fails.
+        summarizer=None if isinstance(model, RuleBrain) else ModelSummarizer(model),
     )

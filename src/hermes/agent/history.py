@@ -40,20 +40,48 @@ def import_chat_history(
 async def _import(
     store: Store, session_id: str, user_id: str | None, items: list[Item], rounds: int
 ) -> int:
+    """Append the converted items; fold what falls before the window into one summary.
+
+    Into a session that already has a conversation, the import goes after it, and the new
+    summary also takes in the session's earlier summary and its unfolded items (the newest
+    ``_EARLIER_LIMIT`` of them), so nothing the model could see before is dropped. Do not
+    import into a session while one of its turns is running.
+    """
     record = await store.ensure_session(session_id, user_id)
+    base = record.last_seq
     window_start = _window_start(items, rounds)
     if window_start > 0:
-        backlog = items[:window_start]
-        text = await ExtractiveSummarizer().summarize(None, backlog)
+        previous, earlier = await _earlier_history(store, session_id, base)
+        text = await ExtractiveSummarizer().summarize(previous, earlier + items[:window_start])
         items.append(
             Item(
                 "system",
                 "summary",
                 text,
-                meta={"covers_until": record.last_seq + window_start, "imported": True},
+                meta={"covers_until": base + window_start, "imported": True},
             )
         )
     return await asyncio.to_thread(store.bulk_import, session_id, user_id, items)
+
+
+_EARLIER_LIMIT = 400
+
+
+async def _earlier_history(
+    store: Store, session_id: str, last_seq: int
+) -> tuple[str | None, list[Item]]:
+    """The session's latest summary and the items after it (bounded), before an import."""
+    if last_seq == 0:
+        return None, []
+    current = await store.context_slice(session_id, 1)
+    previous = current.summary.content if current.summary is not None else None
+    earlier = await store.read_items(
+        session_id,
+        after_seq=max(current.backlog_from - 1, last_seq - _EARLIER_LIMIT),
+        before_seq=last_seq + 1,
+        limit=_EARLIER_LIMIT,
+    )
+    return previous, [i for i in earlier if i.kind != "summary"]
 
 
 def _window_start(items: list[Item], rounds: int) -> int:

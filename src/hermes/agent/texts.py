@@ -20,8 +20,9 @@ _TEXTS: dict[str, tuple[str, str]] = {
         "Sorry, this turn timed out after {seconds:g} s. Finished steps are saved; please retry.",
     ),
     "model_error": (
-        "抱歉，模型服务出错了：{detail}",
-        "Sorry, the model service failed: {detail}",
+        "抱歉，模型服务暂时不可用，请稍后再试。（追踪号 {trace}）",
+        "Sorry, the model service is unavailable right now; please try again later "
+        "(trace {trace}).",
     ),
     "empty_reply": (
         "（模型没有给出回复）",

@@ -8,6 +8,7 @@ ends as a ``ToolResult`` — a failure is data for the model, never an exception
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ REPEAT_NOTE = (
 class ToolStepState:
     """What the tool steps of one turn remember: repeats and hallucinated tool names."""
 
-    seen_results: set[tuple[str, str]] = field(default_factory=set)
+    seen_results: set[tuple[str, str, str]] = field(default_factory=set)
     unknown_tools: int = 0
 
 
@@ -74,16 +75,31 @@ def assistant_message(response: ModelResponse) -> dict[str, Any]:
     }
 
 
+def _out_of_time(tc: ToolCall) -> ToolResult:
+    return ToolResult.failure(
+        "timeout", f"the turn ran out of time before '{tc.name}' finished; it was stopped"
+    )
+
+
 async def run_tool_calls(
     registry: ToolRegistry,
     calls: list[ToolCall],
     ctx: ToolContext,
     emit: Callable[[AgentEvent], None],
+    *,
     max_output_chars: int,
-) -> list[ToolResult]:
-    """Run the calls of one response; results come back in the order of the calls."""
+    deadline: float,
+) -> tuple[list[ToolResult], bool]:
+    """Run the calls of one response until ``deadline`` (event-loop time).
 
-    async def one(tc: ToolCall) -> ToolResult:
+    Returns the results in the order of the calls and whether time ran out. A call that
+    finished keeps its real result even when a sibling is still running at the deadline (its
+    side effects happened: the model must know); only unfinished calls get a ``timeout``
+    result, so every call has exactly one result.
+    """
+    results: dict[int, ToolResult] = {}
+
+    async def one(i: int, tc: ToolCall) -> None:
         emit(ToolCallStarted(tc.id, tc.name, tc.arguments))
         call_ctx = ToolContext(
             session_id=ctx.session_id,
@@ -94,6 +110,7 @@ async def run_tool_calls(
             extras=ctx.extras,
         )
         result = await execute_tool_call(registry, tc, call_ctx, max_output_chars=max_output_chars)
+        results[i] = result
         emit(
             ToolCallFinished(
                 tc.id,
@@ -104,37 +121,60 @@ async def run_tool_calls(
                 result.summary,
             )
         )
-        return result
 
-    if len(calls) == 1:
-        return [await one(calls[0])]
-    results: dict[int, ToolResult] = {}
-    parallel: dict[int, asyncio.Task[ToolResult]] = {}
-    for i, tc in enumerate(calls):
-        tool = registry.get(tc.name)
-        if tool is None or tool.parallel_safe:
-            parallel[i] = asyncio.ensure_future(one(tc))
-    try:
-        for i, tc in enumerate(calls):
-            if i not in parallel:
-                results[i] = await one(tc)
-        for i, task in parallel.items():
-            results[i] = await task
-    finally:
-        for task in parallel.values():
-            task.cancel()
-    return [results[i] for i in range(len(calls))]
+    async def in_order(indexes: list[int]) -> None:
+        for i in indexes:
+            await one(i, calls[i])
+
+    serial = [i for i, tc in enumerate(calls) if not _parallel_safe(registry, tc)]
+    jobs = [one(i, tc) for i, tc in enumerate(calls) if i not in serial]
+    if serial:
+        jobs.append(in_order(serial))
+    timed_out = False
+    if len(jobs) == 1:  # the common case: no task to create
+        try:
+            async with asyncio.timeout_at(deadline):
+                await jobs[0]
+        except TimeoutError:
+            timed_out = True
+    else:
+        tasks = [asyncio.ensure_future(job) for job in jobs]
+        try:
+            _, pending = await asyncio.wait(
+                tasks, timeout=max(0.0, deadline - asyncio.get_running_loop().time())
+            )
+        finally:
+            for task in tasks:
+                task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task  # re-raises a bug in our own code; tool failures are data
+        timed_out = bool(pending)
+    return [results.get(i) or _out_of_time(tc) for i, tc in enumerate(calls)], timed_out
+
+
+def _parallel_safe(registry: ToolRegistry, tc: ToolCall) -> bool:
+    tool = registry.get(tc.name)
+    return tool is None or tool.parallel_safe
 
 
 def result_items(
-    calls: list[ToolCall], results: list[ToolResult], state: ToolStepState, trace_id: str
+    calls: list[ToolCall],
+    results: list[ToolResult],
+    state: ToolStepState,
+    trace_id: str,
+    max_chars: int,
 ) -> tuple[list[Item], list[dict[str, Any]]]:
-    """Items and tool messages for the results; a repeated identical result gets a note."""
+    """Items and tool messages for the results.
+
+    The same call (name and arguments) answered with the same result twice gets a note
+    (seed 004 §4.2), and every result is bounded to ``max_chars`` whatever the tool returned.
+    """
     items: list[Item] = []
     messages: list[dict[str, Any]] = []
     for tc, result in zip(calls, results, strict=True):
-        text = result.to_model_text()
-        key = (tc.name, text)
+        text = _bounded(result.to_model_text(), max_chars)
+        key = (tc.name, json.dumps(tc.arguments, sort_keys=True, default=str), text)
         if key in state.seen_results:
             payload = json.loads(text)
             payload["note"] = REPEAT_NOTE
@@ -159,3 +199,17 @@ def result_items(
         )
         messages.append({"role": "tool", "tool_call_id": tc.id, "content": text})
     return items, messages
+
+
+def _bounded(text: str, max_chars: int) -> str:
+    """A tool message of at most about ``max_chars``, still one JSON object."""
+    if len(text) <= max_chars:
+        return text
+    payload = json.loads(text)
+    output = json.dumps(payload.pop("output", None), ensure_ascii=False, default=str)
+    payload["output_truncated"] = output[: max(0, max_chars - 200)]
+    payload["note"] = f"output truncated from {len(output):,} to {max_chars:,} characters"
+    error = payload.get("error")
+    if isinstance(error, dict) and len(str(error.get("message", ""))) > max_chars // 2:
+        error["message"] = str(error["message"])[: max_chars // 2] + " …[truncated]"
+    return json.dumps(payload, ensure_ascii=False)

@@ -1,25 +1,21 @@
 """One turn of one session, in the order of the seed's pipeline (seed 004 §2.2):
 
-lock (held by the caller) → state → context (+ fold history) → model ⇄ tools → reply.
+lock (held by the caller) → state → store the message → context (+ fold history) →
+model ⇄ tools → reply.
 
 Everything a turn writes goes through ``Store.append`` in a few transactions (user message;
-each batch of tool calls; each batch of results; the reply with the final state), so a process
-that dies mid-turn leaves a log that the next turn can repair: calls without results get a
-synthetic "interrupted" result, and the state falls back to ``idle``.
-
-The turn's total timeout covers the model calls and the tool runs, never a store write: a
-write is not cut in half, and a call whose results did not arrive in time gets an
-"interrupted" result, so no tool call is ever left without its result.
+each batch of tool calls; each batch of results; the reply with the final state). The turn's
+total timeout covers the history fold, the model calls and the tool runs, never a store write,
+so a write is never cut in half; calls that did not finish in time get a ``timeout`` result,
+and a turn that is cancelled or crashes is closed by :mod:`hermes.agent.recovery`, so no tool
+call is ever left without its result.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from hermes.agent import texts
@@ -31,7 +27,8 @@ from hermes.agent.events import (
     TextDelta,
     TurnStarted,
 )
-from hermes.agent.result import RunResult, ToolCallRecord, TurnOutcome
+from hermes.agent.recovery import abandon, close_pending, recover
+from hermes.agent.result import RunResult, ToolCallRecord
 from hermes.agent.tools_step import (
     ToolStepState,
     assistant_items,
@@ -39,88 +36,24 @@ from hermes.agent.tools_step import (
     result_items,
     run_tool_calls,
 )
+from hermes.agent.turn_state import Ending, Runtime, TurnSettings, TurnState
 from hermes.errors import ModelError
 from hermes.messages import Message
-from hermes.models.base import Model, ModelRequest, ModelResponse, ToolSpec
+from hermes.models.base import ModelRequest, ModelResponse, ToolSpec
 from hermes.observe import get_logger
-from hermes.session.context import build_messages
-from hermes.session.fsm import ConversationState, StateMachineSpec
-from hermes.session.items import ContextSlice, Item, SessionState
-from hermes.session.store import Store
-from hermes.session.summary import Summarizer, fold_backlog
+from hermes.session.context import build_messages, fit_messages
+from hermes.session.items import ContextSlice, Item
+from hermes.session.summary import fold_backlog
+from hermes.session.tokens import message_tokens
 from hermes.tools.base import ToolContext
-from hermes.tools.registry import ToolRegistry
+
+__all__ = ["Runtime", "TurnSettings", "run_turn"]
 
 log = get_logger("agent")
 
-INTERRUPTED = json.dumps(
-    {
-        "ok": False,
-        "error": {
-            "type": "interrupted",
-            "message": "the turn that made this call stopped before its result was recorded",
-        },
-    }
-)
 
-
-@dataclass(slots=True)
-class TurnSettings:
-    instructions: str | None = None
-    max_iterations: int = 8
-    turn_timeout: float = 120.0
-    context_rounds: int = 12
-    context_budget_tokens: int = 6000
-    max_unknown_tools: int = 3
-    summary_min_backlog: int = 8
-    max_output_chars: int = 20_000
-    workspace: Path = field(default_factory=Path.cwd)
-
-
-@dataclass(slots=True)
-class Runtime:
-    """The parts of an Agent a turn uses."""
-
-    model: Model
-    tools: ToolRegistry
-    store: Store
-    states: StateMachineSpec
-    summarizer: Summarizer
-    settings: TurnSettings
-
-
-@dataclass(slots=True)
-class _Turn:
-    session_id: str
-    user_id: str | None
-    trace_id: str
-    chinese: bool
-    fsm: ConversationState
-    state: SessionState
-    emit: Callable[[AgentEvent], None]
-    records: list[ToolCallRecord] = field(default_factory=list)
-    iterations: int = 0
-    deadline: float = 0.0
-    #: ids of calls whose tool_call items are stored but whose results are not (yet).
-    pending_calls: list[str] = field(default_factory=list)
-
-    def snapshot(self) -> SessionState:
-        """A copy of the state to store (the scratch dict keeps changing during the turn)."""
-        return SessionState(
-            self.fsm.state, self.fsm.entered_at, dict(self.state.scratch), self.state.token_estimate
-        )
-
-    async def append(self, store: Store, items: list[Item]) -> list[Item]:
-        """Append items together with the current state, in one transaction."""
-        return await store.append(self.session_id, items, state=self.snapshot())
-
-
-@dataclass(slots=True)
-class _Ending:
-    reply: str
-    outcome: TurnOutcome = "ok"
-    error: dict[str, str] | None = None
-    awaiting_slot: bool = False
+class _TurnTimeout(Exception):
+    """The turn's own deadline passed (not a TimeoutError some model or tool raised)."""
 
 
 async def run_turn(
@@ -134,7 +67,7 @@ async def run_turn(
     started = time.perf_counter()
     trace_id = message.trace_id
     record = await rt.store.ensure_session(session_id, user_id)
-    turn = _Turn(
+    turn = TurnState(
         session_id,
         user_id,
         trace_id,
@@ -144,12 +77,10 @@ async def run_turn(
         emit,
     )
     turn.fsm.listeners.append(_state_listener(turn))
-    # The total timeout covers the history fold, model calls and tools (not store writes).
     turn.deadline = asyncio.get_running_loop().time() + rt.settings.turn_timeout
     emit(TurnStarted(session_id, trace_id, message.msg_id))
-    await _recover(rt, turn, record.last_seq)
+    await recover(rt, turn)
     slice_ = await rt.store.context_slice(session_id, max(1, rt.settings.context_rounds - 1))
-    slice_ = await _close_gap(rt, turn, slice_)
     turn.fsm.fire("receive_input", text=message.content)
     user_item = Item(
         "user",
@@ -158,15 +89,9 @@ async def run_turn(
         trace_id=trace_id,
         meta={"msg_id": message.msg_id, "channel": message.channel},
     )
+    # The message is stored before anything can fail: nothing the user said is ever lost.
     stored = await turn.append(rt.store, [user_item])
-    window = ContextSlice(slice_.sticky, slice_.summary, [*slice_.window, *stored])
-    built = build_messages(
-        window,
-        system_prompt=rt.settings.instructions,
-        budget_tokens=rt.settings.context_budget_tokens,
-    )
-    turn.state.token_estimate = built.tokens
-    ending = await _run_guarded(rt, turn, built.messages)
+    ending = await _run_guarded(rt, turn, slice_, stored)
     reply_item = Item(
         "assistant",
         "text",
@@ -175,7 +100,15 @@ async def run_turn(
         meta={"outcome": ending.outcome} if ending.outcome != "ok" else None,
     )
     (reply_stored,) = await turn.append(rt.store, [reply_item])
-    result = RunResult(
+    log.info(
+        "turn_finished",
+        cost_ms=round((time.perf_counter() - started) * 1000, 3),
+        outcome=ending.outcome,
+        iterations=turn.iterations,
+        tool_calls=len(turn.records),
+        state=turn.fsm.state,
+    )
+    return RunResult(
         reply=ending.reply,
         session_id=session_id,
         state=turn.fsm.state,
@@ -188,18 +121,9 @@ async def run_turn(
         iterations=turn.iterations,
         model=rt.model.name,
     )
-    log.info(
-        "turn_finished",
-        cost_ms=round((time.perf_counter() - started) * 1000, 3),
-        outcome=ending.outcome,
-        iterations=turn.iterations,
-        tool_calls=len(turn.records),
-        state=turn.fsm.state,
-    )
-    return result
 
 
-def _state_listener(turn: _Turn) -> Callable[[str, str, str], None]:
+def _state_listener(turn: TurnState) -> Callable[[str, str, str], None]:
     def on_change(source: str, dest: str, trigger: str) -> None:
         turn.emit(StateChanged(turn.session_id, source, dest, trigger))
         log.debug("state_changed", source=source, dest=dest, trigger=trigger)
@@ -207,63 +131,52 @@ def _state_listener(turn: _Turn) -> Callable[[str, str, str], None]:
     return on_change
 
 
-async def _recover(rt: Runtime, turn: _Turn, last_seq: int) -> None:
-    """Repair what an earlier, interrupted turn left, and apply state timeouts."""
-    fsm = turn.fsm
-    if fsm.state in ("parsing_intent", "executing_tool"):
-        # A turn of this session was cut off (crash, kill, restart): close its open calls.
-        recent = await rt.store.read_items(turn.session_id, after_seq=max(0, last_seq - 64))
-        answered = {i.tool_call_id for i in recent if i.kind == "tool_result"}
-        repairs = [
-            Item(
-                "tool",
-                "tool_result",
-                INTERRUPTED,
-                tool_call_id=i.tool_call_id,
-                tool_name=i.tool_name,
-                trace_id=turn.trace_id,
-                meta={"ok": False, "error_type": "interrupted"},
-            )
-            for i in recent
-            if i.kind == "tool_call" and i.tool_call_id not in answered
-        ]
-        fsm.fire("fail")
-        await turn.append(rt.store, repairs)
-        log.warning("turn_recovered", repaired_calls=len(repairs))
-    elif fsm.expired():
-        previous = fsm.state
-        fsm.expire()
-        turn.state.scratch.pop("pending", None)
-        log.info("state_timeout", state=previous)
-
-
-async def _run_guarded(rt: Runtime, turn: _Turn, messages: list[dict[str, Any]]) -> _Ending:
-    """The model/tool iterations under the turn's total timeout; failures become endings."""
+async def _run_guarded(
+    rt: Runtime, turn: TurnState, slice_: ContextSlice, stored: list[Item]
+) -> Ending:
+    """Context, then model/tool iterations; failures become honest endings."""
     try:
-        ending = await _iterate(rt, turn, messages)
-    except TimeoutError:
-        await _close_pending(rt, turn)
+        window = await _close_gap(rt, turn, slice_)
+        built = build_messages(
+            ContextSlice(window.sticky, window.summary, [*window.window, *stored]),
+            system_prompt=rt.settings.instructions,
+            budget_tokens=rt.settings.context_budget_tokens,
+        )
+        turn.state.token_estimate = built.tokens
+        if built.repaired or built.dropped_rounds or built.truncated:
+            log.info(
+                "context_adjusted",
+                repaired=built.repaired,
+                dropped_rounds=built.dropped_rounds,
+                truncated=built.truncated,
+            )
+        ending = await _iterate(rt, turn, built.messages, built.tokens)
+    except _TurnTimeout:
+        await close_pending(rt, turn)
         seconds = rt.settings.turn_timeout
-        ending = _Ending(
+        ending = Ending(
             texts.say("timeout", turn.chinese, seconds=seconds),
             "timeout",
             {"type": "timeout", "message": f"turn exceeded {seconds:g} s"},
         )
         log.warning("turn_timeout", timeout_s=seconds)
     except ModelError as exc:
-        await _close_pending(rt, turn)
-        ending = _Ending(
-            texts.say("model_error", turn.chinese, detail=exc.message),
+        await close_pending(rt, turn)
+        ending = Ending(
+            texts.say("model_error", turn.chinese, trace=turn.trace_id[:12]),
             "error",
             {"type": exc.code, "message": exc.message},
         )
         log.error("model_failed", error=exc.message, retryable=exc.retryable)
+    except asyncio.CancelledError:
+        # The caller gave up (a closed stream, wait_for, Ctrl-C): close the turn, then obey.
+        await asyncio.shield(abandon(rt, turn))
+        log.warning("turn_cancelled")
+        raise
     except Exception as exc:
         # Not ours to turn into a reply (a bug in a model or a test double): leave the session
-        # consistent — calls closed, state idle — and let the caller see the error.
-        await _close_pending(rt, turn)
-        turn.fsm.fire("fail")
-        await turn.append(rt.store, [])
+        # consistent, calls closed and state idle, and let the caller see the error.
+        await abandon(rt, turn)
         log.error("turn_failed", error_type=type(exc).__name__)
         raise
     if ending.outcome != "ok":
@@ -275,28 +188,9 @@ async def _run_guarded(rt: Runtime, turn: _Turn, messages: list[dict[str, Any]])
     return ending
 
 
-async def _close_pending(rt: Runtime, turn: _Turn) -> None:
-    """Give every call still without a result an "interrupted" result (no dangling pairs)."""
-    if not turn.pending_calls:
-        return
-    items = [
-        Item(
-            "tool",
-            "tool_result",
-            INTERRUPTED,
-            tool_call_id=call_id,
-            trace_id=turn.trace_id,
-            meta={"ok": False, "error_type": "interrupted"},
-        )
-        for call_id in turn.pending_calls
-    ]
-    turn.pending_calls.clear()
-    if turn.fsm.state == "executing_tool":
-        turn.fsm.fire("tools_done")
-    await turn.append(rt.store, items)
-
-
-async def _iterate(rt: Runtime, turn: _Turn, messages: list[dict[str, Any]]) -> _Ending:
+async def _iterate(
+    rt: Runtime, turn: TurnState, messages: list[dict[str, Any]], tokens: int
+) -> Ending:
     specs: list[ToolSpec] = rt.tools.specs()
     steps = ToolStepState()
     ctx = ToolContext(
@@ -310,11 +204,16 @@ async def _iterate(rt: Runtime, turn: _Turn, messages: list[dict[str, Any]]) -> 
         response = await _call_model(rt, turn, messages, specs, iteration)
         if not response.tool_calls:
             reply = response.content or texts.say("empty_reply", turn.chinese)
-            return _Ending(reply, awaiting_slot=bool(response.meta.get("awaiting_slot")))
-        await _tool_step(rt, turn, response, messages=messages, steps=steps, ctx=ctx)
+            return Ending(reply, awaiting_slot=bool(response.meta.get("awaiting_slot")))
+        added = await _tool_step(rt, turn, response, messages=messages, steps=steps, ctx=ctx)
+        # This turn's own calls and results count against the budget too (seed 001 §2.2).
+        tokens += sum(message_tokens(m) for m in added)
+        tokens, shortened = fit_messages(messages, tokens, rt.settings.context_budget_tokens)
+        if shortened:
+            log.info("context_adjusted", truncated=shortened)
         if steps.unknown_tools >= rt.settings.max_unknown_tools:
             log.warning("unknown_tools_limit", count=steps.unknown_tools)
-            return _Ending(
+            return Ending(
                 texts.say("unknown_tools", turn.chinese),
                 "refused",
                 {
@@ -323,7 +222,7 @@ async def _iterate(rt: Runtime, turn: _Turn, messages: list[dict[str, Any]]) -> 
                 },
             )
     n = rt.settings.max_iterations
-    return _Ending(
+    return Ending(
         texts.say("max_iterations", turn.chinese, n=n),
         "max_iterations",
         {"type": "max_iterations", "message": f"no final answer within {n} model calls"},
@@ -332,7 +231,7 @@ async def _iterate(rt: Runtime, turn: _Turn, messages: list[dict[str, Any]]) -> 
 
 async def _call_model(
     rt: Runtime,
-    turn: _Turn,
+    turn: TurnState,
     messages: list[dict[str, Any]],
     specs: list[ToolSpec],
     iteration: int,
@@ -349,8 +248,15 @@ async def _call_model(
     )
     emit(ModelCallStarted(iteration, rt.model.name))
     started = time.perf_counter()
-    async with asyncio.timeout_at(turn.deadline):
-        response = await rt.model.complete(request)
+    timer = asyncio.timeout_at(turn.deadline)
+    try:
+        async with timer:
+            response = await rt.model.complete(request)
+    except TimeoutError as exc:
+        if timer.expired():
+            raise _TurnTimeout from exc
+        # A TimeoutError the model raised itself is a model failure, not the turn's timeout.
+        raise ModelError(f"model '{rt.model.name}' timed out: {exc}", retryable=True) from exc
     cost = (time.perf_counter() - started) * 1000
     emit(ModelCallFinished(iteration, rt.model.name, len(response.tool_calls), cost))
     log.info(
@@ -365,48 +271,53 @@ async def _call_model(
 
 async def _tool_step(
     rt: Runtime,
-    turn: _Turn,
+    turn: TurnState,
     response: ModelResponse,
     *,
     messages: list[dict[str, Any]],
     steps: ToolStepState,
     ctx: ToolContext,
-) -> None:
+) -> list[dict[str, Any]]:
+    """Store the calls, run them, store their results; returns the messages it added."""
     calls = response.tool_calls
     turn.fsm.fire("call_tools")
     await turn.append(rt.store, assistant_items(response, turn.trace_id))
-    turn.pending_calls = [tc.id for tc in calls]
-    messages.append(assistant_message(response))
-    async with asyncio.timeout_at(turn.deadline):
-        results = await run_tool_calls(
-            rt.tools, calls, ctx, turn.emit, rt.settings.max_output_chars
-        )
-    items, tool_messages = result_items(calls, results, steps, turn.trace_id)
+    turn.pending_calls = [(tc.id, tc.name) for tc in calls]
+    call_message = assistant_message(response)
+    messages.append(call_message)
+    results, timed_out = await run_tool_calls(
+        rt.tools,
+        calls,
+        ctx,
+        turn.emit,
+        max_output_chars=rt.settings.max_output_chars,
+        deadline=turn.deadline,
+    )
+    items, tool_messages = result_items(
+        calls, results, steps, turn.trace_id, rt.settings.max_output_chars
+    )
     turn.fsm.fire("tools_done")
     await turn.append(rt.store, items)
     turn.pending_calls = []
     messages.extend(tool_messages)
     for tc, result in zip(calls, results, strict=True):
+        error_type = result.error.type if result.error else None
         turn.records.append(
-            ToolCallRecord(
-                tc.name,
-                tc.arguments,
-                result.ok,
-                tc.id,
-                result.error.type if result.error else None,
-                result.duration_ms,
-            )
+            ToolCallRecord(tc.name, tc.arguments, result.ok, tc.id, error_type, result.duration_ms)
         )
         log.info(
             "tool_call",
             tool=tc.name,
             ok=result.ok,
             cost_ms=round(result.duration_ms, 3),
-            error_type=result.error.type if result.error else None,
+            error_type=error_type,
         )
+    if timed_out:
+        raise _TurnTimeout
+    return [call_message, *tool_messages]
 
 
-async def _close_gap(rt: Runtime, turn: _Turn, slice_: ContextSlice) -> ContextSlice:
+async def _close_gap(rt: Runtime, turn: TurnState, slice_: ContextSlice) -> ContextSlice:
     """Make sure nothing between the summary and the window is invisible to the model.
 
     Rounds that left the window are folded into the rolling summary once there are at least
@@ -415,27 +326,26 @@ async def _close_gap(rt: Runtime, turn: _Turn, slice_: ContextSlice) -> ContextS
     """
     if slice_.backlog <= 0:
         return slice_
-    session_id = turn.session_id
     if slice_.backlog >= rt.settings.summary_min_backlog:
         started = time.perf_counter()
         try:
             async with asyncio.timeout_at(turn.deadline):
                 summary = await fold_backlog(
                     rt.store,
-                    session_id,
+                    turn.session_id,
                     slice_,
                     rt.summarizer,
                     min_backlog=rt.settings.summary_min_backlog,
                 )
         except TimeoutError:
-            # The summarizer used the whole turn's time: answer with what we have (the model
+            # The summarizer used the whole turn's time: go on with what we have (the model
             # call that follows times out and says so); the next turn folds again.
             log.warning("history_fold_timeout", backlog=slice_.backlog)
             return slice_
         log.info("history_folded", cost_ms=round((time.perf_counter() - started) * 1000, 3))
         return ContextSlice(slice_.sticky, summary or slice_.summary, slice_.window)
     unfolded = await rt.store.read_items(
-        session_id,
+        turn.session_id,
         after_seq=slice_.backlog_from - 1,
         before_seq=slice_.window_start,
         limit=rt.settings.summary_min_backlog,

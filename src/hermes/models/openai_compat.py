@@ -20,6 +20,7 @@ import random
 import secrets
 import socket
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any, Literal, assert_never
 
@@ -129,6 +130,8 @@ class OpenAICompatModel:
             raise ConfigError("timeouts must be positive", key="timeout")
         self._model = model
         self._base_url = base_url.rstrip("/")
+        #: The URL as errors and logs show it: never credentials or query parameters.
+        self._shown_url = _without_secrets(self._base_url)
         self._temperature = temperature
         self._max_tokens = max_tokens
         self._timeout = timeout
@@ -271,7 +274,7 @@ class OpenAICompatModel:
         except openai.APIStatusError as exc:
             if exc.status_code not in (400, 422) or "stream_options" not in str(exc.body):
                 raise
-            _log.info("stream_options_rejected", server=self._base_url)
+            _log.info("stream_options_rejected", server=self._shown_url)
             self._stream_usage = False
             stream = await create(**params, stream=True)
         return stream
@@ -292,7 +295,7 @@ class OpenAICompatModel:
         wait = state.next_action.sleep if state.next_action is not None else 0.0
         _log.warning(
             "model_retry",
-            server=self._base_url,
+            server=self._shown_url,
             error=str(failure),
             attempt=state.attempt_number,
             max_retries=self._max_retries,
@@ -300,7 +303,7 @@ class OpenAICompatModel:
         )
 
     def _final_error(self, failure: _AttemptError, attempts: int) -> ModelError:
-        server = f"model server {self._base_url}"
+        server = f"model server {self._shown_url}"
         tries = f" after {attempts} attempts" if attempts > 1 else ""
         match failure.kind:
             case "unreachable":
@@ -616,3 +619,14 @@ def _snippet(value: object) -> str:
 
 def _new_call_id() -> str:
     return f"call_{secrets.token_hex(12)}"
+
+
+def _without_secrets(url: str) -> str:
+    """``url`` without ``user:password@`` and without its query string (keys hide there)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"  # IPv6
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))

@@ -193,6 +193,17 @@ def _rounds(window: list[Item]) -> tuple[list[list[Message]], int]:
     return rounds, repaired
 
 
+def fit_messages(messages: list[Message], total: int, budget_tokens: int) -> tuple[int, int]:
+    """Shorten the longest tool results of ``messages`` (in place) until ``total`` tokens fit.
+
+    For a turn whose own tool results outgrow the budget between model calls. Returns the new
+    total and how many results were shortened.
+    """
+    if total <= budget_tokens:
+        return total, 0
+    return _shrink_tool_results(messages, total, budget_tokens)
+
+
 def _shrink_tool_results(messages: list[Message], total: int, budget: int) -> tuple[int, int]:
     """Shorten the longest tool results of ``messages`` (in place) until ``total`` fits.
 

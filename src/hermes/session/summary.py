@@ -200,6 +200,9 @@ class ModelSummarizer:
         except ModelError as exc:
             log.warning("summary_fallback", model=self.model.name, reason=exc.message)
             return await self.fallback.summarize(previous, items)
+        except Exception as exc:  # noqa: BLE001 - a summary must never cost the user's turn
+            log.warning("summary_fallback", model=self.model.name, reason=type(exc).__name__)
+            return await self.fallback.summarize(previous, items)
         text = (response.content or "").strip()
         if not text:
             log.warning("summary_fallback", model=self.model.name, reason="empty answer")

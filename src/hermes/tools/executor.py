@@ -21,6 +21,7 @@ from hermes.models.base import ToolCall
 from hermes.observe import get_logger
 from hermes.tools.base import Tool, ToolContext, ToolResult
 from hermes.tools.registry import ToolRegistry
+from hermes.tools.threads import TOOL_THREADS
 from hermes.tools.validation import validate_arguments
 
 __all__ = ["execute_tool_call", "json_safe"]
@@ -85,7 +86,7 @@ async def _run(tool: Tool, arguments: dict[str, Any]) -> Any:
         async with timeout:
             if tool.is_async:
                 return await tool.fn(**arguments)
-            result = await asyncio.to_thread(tool.fn, **arguments)
+            result = await TOOL_THREADS.run(tool.fn, **arguments)
             if inspect.isawaitable(result):  # a sync callable that hands back a coroutine
                 return await result
             return result

@@ -1,0 +1,78 @@
+"""What one turn carries while it runs, and the parts of an Agent it uses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hermes.agent.events import AgentEvent
+from hermes.agent.result import ToolCallRecord, TurnOutcome
+from hermes.models.base import Model
+from hermes.session.fsm import ConversationState, StateMachineSpec
+from hermes.session.items import Item, SessionState
+from hermes.session.store import Store
+from hermes.session.summary import Summarizer
+from hermes.tools.registry import ToolRegistry
+
+
+@dataclass(slots=True)
+class TurnSettings:
+    instructions: str | None = None
+    max_iterations: int = 8
+    turn_timeout: float = 120.0
+    context_rounds: int = 12
+    context_budget_tokens: int = 6000
+    max_unknown_tools: int = 3
+    summary_min_backlog: int = 8
+    max_output_chars: int = 20_000
+    workspace: Path = field(default_factory=Path.cwd)
+
+
+@dataclass(slots=True)
+class Runtime:
+    """The parts of an Agent a turn uses."""
+
+    model: Model
+    tools: ToolRegistry
+    store: Store
+    states: StateMachineSpec
+    summarizer: Summarizer
+    settings: TurnSettings
+
+
+@dataclass(slots=True)
+class TurnState:
+    session_id: str
+    user_id: str | None
+    trace_id: str
+    chinese: bool
+    fsm: ConversationState
+    state: SessionState
+    emit: Callable[[AgentEvent], None]
+    records: list[ToolCallRecord] = field(default_factory=list)
+    iterations: int = 0
+    #: Event-loop time at which the turn's total timeout expires.
+    deadline: float = 0.0
+    #: (id, tool name) of calls whose tool_call items are stored but whose results are not.
+    pending_calls: list[tuple[str, str]] = field(default_factory=list)
+
+    def snapshot(self) -> SessionState:
+        """A copy of the state to store (the scratch dict keeps changing during the turn)."""
+        return SessionState(
+            self.fsm.state, self.fsm.entered_at, dict(self.state.scratch), self.state.token_estimate
+        )
+
+    async def append(self, store: Store, items: list[Item]) -> list[Item]:
+        """Append items together with the current state, in one transaction."""
+        return await store.append(self.session_id, items, state=self.snapshot())
+
+
+@dataclass(slots=True)
+class Ending:
+    """How a turn ends: the reply a person reads and, unless ``ok``, what went wrong."""
+
+    reply: str
+    outcome: TurnOutcome = "ok"
+    error: dict[str, str] | None = None
+    awaiting_slot: bool = False

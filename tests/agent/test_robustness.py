@@ -1,0 +1,267 @@
+"""What happens when a turn does not go to plan: timeouts with partial results, cancelled
+turns, hanging sync tools, other processes, oversized results, misbehaving models."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from hermes import tool
+from hermes.errors import SessionBusyError
+from hermes.models.base import ModelRequest, ModelResponse
+from hermes.session.items import Item, SessionState
+from hermes.testing import FunctionModel, ScriptedModel, call, calls, say
+from tests.agent.conftest import AgentFactory, add, all_items, assert_pairs_complete
+
+
+async def test_a_finished_call_keeps_its_result_when_a_sibling_times_out(
+    make_agent: AgentFactory,
+) -> None:
+    charged: list[int] = []
+
+    @tool
+    async def charge(amount: int) -> str:
+        """Charge the card (a side effect that must not be forgotten)."""
+        charged.append(amount)
+        return f"charged {amount}"
+
+    @tool(timeout=30)
+    async def slow() -> str:
+        """Never in time."""
+        await asyncio.sleep(30)
+        return "late"
+
+    model = ScriptedModel([calls(("charge", {"amount": 100}), ("slow", {}))])
+    agent = make_agent(model, tools=[charge, slow], turn_timeout=0.5)
+    result = await agent.run("pay", session_id="session-0201")
+    assert result.outcome == "timeout"
+    assert charged == [100]
+    assert [(c.name, c.ok, c.error_type) for c in result.tool_calls] == [
+        ("charge", True, None),
+        ("slow", False, "timeout"),
+    ]
+    items = await all_items(agent, "session-0201")
+    assert_pairs_complete(items)
+    stored = {i.tool_name: json.loads(i.content) for i in items if i.kind == "tool_result"}
+    assert stored["charge"]["output"] == "charged 100"
+    assert stored["slow"]["error"]["type"] == "timeout"
+
+
+async def test_leaving_a_stream_mid_tool_closes_the_turn(make_agent: AgentFactory) -> None:
+    started = asyncio.Event()
+
+    @tool(timeout=30)
+    async def wait_forever() -> str:
+        """Blocks."""
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    agent = make_agent(ScriptedModel([call("wait_forever", id="w1")]), tools=[wait_forever])
+    async with contextlib.aclosing(agent.stream("go", session_id="session-0202")) as events:
+        async for event in events:
+            if event.type == "tool_call_started":
+                break
+    record = await agent.store.load_session("session-0202")
+    assert record is not None
+    assert record.state.fsm_state == "idle"
+    items = await all_items(agent, "session-0202")
+    assert_pairs_complete(items)
+    [res] = [i for i in items if i.kind == "tool_result"]
+    assert json.loads(res.content)["error"]["type"] == "interrupted"
+    assert res.tool_name == "wait_forever"
+
+
+async def test_a_turn_cancelled_by_wait_for_leaves_the_session_consistent(
+    make_agent: AgentFactory,
+) -> None:
+    @tool(timeout=30)
+    async def wait_forever() -> str:
+        """Blocks."""
+        await asyncio.sleep(30)
+        return "never"
+
+    model = ScriptedModel([call("wait_forever")])
+    agent = make_agent(model, tools=[wait_forever])
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(agent.run("go", session_id="session-0203"), 0.3)
+    assert_pairs_complete(await all_items(agent, "session-0203"))
+    model.add(say("back"))
+    assert (await agent.run("again", session_id="session-0203")).reply == "back"
+
+
+async def test_hanging_sync_tools_do_not_starve_the_others(make_agent: AgentFactory) -> None:
+    @tool(timeout=0.1)
+    def hang() -> str:
+        """A sync tool stuck in a blocking call."""
+        time.sleep(3)
+        return "late"
+
+    def script(request: ModelRequest) -> ModelResponse:
+        last = request.messages[-1]
+        if last["role"] == "tool":
+            return say(last["content"])
+        return call("add", {"a": 1, "b": 1}) if last["content"] == "add" else call("hang")
+
+    agent = make_agent(FunctionModel(script), tools=[hang, add])
+    hung = [agent.run("hang", session_id=f"session-03{i:02d}") for i in range(12)]
+    await asyncio.gather(*hung)
+    started = time.perf_counter()
+    result = await agent.run("add", session_id="session-0399")
+    assert result.tool_calls[0].ok
+    assert time.perf_counter() - started < 2  # not queued behind the twelve stuck threads
+
+
+def test_a_hung_sync_tool_does_not_keep_the_process_alive(tmp_path: Path) -> None:
+    script = tmp_path / "hang.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import asyncio, time
+            from hermes import Agent, tool
+            from hermes.testing import ScriptedModel, call, say
+
+            @tool(timeout=0.2)
+            def hang() -> str:
+                '''Stuck.'''
+                time.sleep(60)
+                return "late"
+
+            async def main():
+                agent = Agent(model=ScriptedModel([call("hang"), say("gave up")]),
+                              tools=[hang], store={str(tmp_path / "h.db")!r})
+                print((await agent.run("go", session_id="session-hang-1")).reply)
+                await agent.aclose()
+
+            asyncio.run(main())
+            """
+        ),
+        encoding="utf-8",
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "gave up" in done.stdout
+    assert time.monotonic() - started < 20  # not the 60 s the stuck thread sleeps
+
+
+async def test_a_session_busy_in_another_process_is_refused_not_repaired(
+    make_agent: AgentFactory,
+) -> None:
+    agent = make_agent(ScriptedModel([say("unused")]))
+    await agent.store.ensure_session("session-0204", None)
+    running = SessionState(fsm_state="executing_tool", state_entered_at=time.time() - 1)
+    await agent.store.append(
+        "session-0204",
+        [Item("user", "text", "x"), Item("assistant", "tool_call", "{}", "live-1", "add")],
+        state=running,
+    )
+    with pytest.raises(SessionBusyError, match="another process"):
+        await agent.run("me too", session_id="session-0204")
+    items = await all_items(agent, "session-0204")
+    assert not [i for i in items if i.kind == "tool_result"]  # its live call is untouched
+
+
+async def test_recovery_closes_every_call_of_a_large_interrupted_turn(
+    make_agent: AgentFactory,
+) -> None:
+    agent = make_agent(ScriptedModel([say("recovered")]))
+    await agent.store.ensure_session("session-0205", None)
+    calls_ = [Item("assistant", "tool_call", "{}", f"c{i}", "add") for i in range(70)]
+    stale = SessionState(fsm_state="executing_tool", state_entered_at=time.time() - 3600)
+    await agent.store.append("session-0205", [Item("user", "text", "many"), *calls_], state=stale)
+    await agent.run("hello?", session_id="session-0205")
+    assert_pairs_complete(await all_items(agent, "session-0205"))
+
+
+async def test_a_huge_structured_result_is_bounded_for_the_model(
+    make_agent: AgentFactory,
+) -> None:
+    @tool
+    async def dump() -> dict[str, list[str]]:
+        """Returns far too much."""
+        return {"rows": ["x" * 100] * 5000}
+
+    model = ScriptedModel([call("dump"), say("ok")])
+    await make_agent(model, tools=[dump]).run("dump", session_id="session-0206")
+    content = model.requests[1].messages[-1]["content"]
+    assert len(content) < 25_000
+    payload = json.loads(content)
+    assert "truncated" in payload["note"]
+
+
+async def test_tool_results_within_a_turn_are_kept_inside_the_budget(
+    make_agent: AgentFactory,
+) -> None:
+    @tool
+    async def page(n: int) -> str:
+        """A large page of text."""
+        return f"page {n} " + "lorem ipsum " * 1500
+
+    model = FunctionModel(
+        lambda r: (
+            say("done")
+            if sum(m["role"] == "tool" for m in r.messages) >= 5
+            else call("page", {"n": len(r.messages)})
+        )
+    )
+    from hermes.session.tokens import messages_tokens
+
+    agent = make_agent(model, tools=[page], context_budget_tokens=6000)
+    await agent.run("read five pages", session_id="session-0207")
+    sizes = [messages_tokens(req.messages) for req in model.requests]
+    assert max(sizes) <= 6000 + 500  # the budget, give or take the per-message overheads
+
+
+async def test_a_timeout_error_raised_by_a_model_is_a_model_error(
+    make_agent: AgentFactory,
+) -> None:
+    model = ScriptedModel([TimeoutError("socket read timed out")])
+    result = await make_agent(model).run("hi", session_id="session-0208")
+    assert result.outcome == "error"
+    assert result.error is not None
+    assert "timed out" in result.error["message"]
+
+
+async def test_a_scripted_model_is_not_consumed_by_history_summaries(
+    make_agent: AgentFactory,
+) -> None:
+    model = ScriptedModel([say(f"reply {i}") for i in range(8)])
+    agent = make_agent(model, context_rounds=2, summary_min_backlog=2)
+    for i in range(8):
+        assert (await agent.run(f"question {i}", session_id="session-0209")).reply == f"reply {i}"
+    model.assert_complete()
+
+
+async def test_importing_into_a_session_with_history_keeps_what_it_knew(
+    make_agent: AgentFactory,
+) -> None:
+    model = ScriptedModel([say(f"noted {i}") for i in range(6)] + [say("ok")])
+    agent = make_agent(model, context_rounds=2, summary_min_backlog=2)
+    for i in range(6):
+        await agent.run(f"fact number {i}", session_id="session-0210")
+    imported = [
+        m
+        for i in range(10)
+        for m in (
+            {"role": "user", "content": f"imported question {i}"},
+            {"role": "assistant", "content": f"imported answer {i}"},
+        )
+    ]
+    agent.import_history("session-0210", imported)
+    await agent.run("what do you know?", session_id="session-0210")
+    sent = model.requests[-1].messages
+    summary = next(m["content"] for m in sent if m["role"] == "system")
+    assert "fact number 5" in summary  # the session's own history survived the import
+    assert "imported question 8" in summary
+    assert [m["content"] for m in sent if m["role"] == "user"][-1] == "what do you know?"
