@@ -309,3 +309,17 @@ async def test_no_model_means_the_offline_brain_with_builtin_tools(tmp_path: obj
 def test_unknown_builtin_name_is_a_clear_error(tmp_path: object) -> None:
     with pytest.raises(ValueError, match="unknown built-in tool 'nope'"):
         Agent(tools=["nope"], store=f"{tmp_path}/x.db")
+
+
+async def test_a_busy_session_can_be_refused_instead_of_queued() -> None:
+    from hermes.agent.locks import SessionLocks
+    from hermes.errors import SessionBusyError
+
+    locks = SessionLocks()
+    async with locks.hold("session-0019"):
+        assert locks.busy("session-0019")
+        with pytest.raises(SessionBusyError):
+            async with locks.hold("session-0019", wait=False):
+                pass
+    assert not locks.busy("session-0019")
+    assert len(locks) == 0  # no entry is kept for an idle session

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hermes import tool
-from hermes.errors import SessionBusyError
+from hermes.errors import InvalidInputError, SessionBusyError
 from hermes.models.base import ModelRequest, ModelResponse
 from hermes.session.items import Item, SessionState
 from hermes.testing import FunctionModel, ScriptedModel, call, calls, say
@@ -265,3 +265,46 @@ async def test_importing_into_a_session_with_history_keeps_what_it_knew(
     assert "fact number 5" in summary  # the session's own history survived the import
     assert "imported question 8" in summary
     assert [m["content"] for m in sent if m["role"] == "user"][-1] == "what do you know?"
+
+
+async def test_a_store_passed_in_stays_open_after_the_agent_closes(tmp_path: Path) -> None:
+    from hermes import Agent
+    from hermes.session.sqlite_store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "shared.db")
+    agent = Agent(model=ScriptedModel([say("hi")]), store=store)
+    await agent.run("hi", session_id="session-0211")
+    await agent.aclose()
+    assert await store.load_session("session-0211") is not None  # still usable
+    await store.close()
+
+
+@pytest.mark.parametrize(
+    "setting", ["max_iterations", "context_rounds", "max_unknown_tools", "summary_min_backlog"]
+)
+def test_nonsense_settings_are_refused_at_construction(tmp_path: Path, setting: str) -> None:
+    from hermes import Agent
+
+    with pytest.raises(ValueError, match=setting):
+        Agent(store=str(tmp_path / "x.db"), **{setting: 0})
+
+
+async def test_a_message_larger_than_the_context_budget_is_refused_clearly(
+    make_agent: AgentFactory,
+) -> None:
+    agent = make_agent(ScriptedModel(), context_budget_tokens=1000)
+    with pytest.raises(InvalidInputError, match="too long for the context"):
+        await agent.run("长" * 5000, session_id="session-0212")
+
+
+async def test_an_exception_text_reaches_the_model_clipped(make_agent: AgentFactory) -> None:
+    @tool
+    async def leak() -> str:
+        """Raises with a huge message."""
+        raise RuntimeError("x" * 10_000)
+
+    model = ScriptedModel([call("leak"), say("sorry")])
+    await make_agent(model, tools=[leak]).run("go", session_id="session-0213")
+    message = json.loads(model.requests[1].messages[-1]["content"])["error"]["message"]
+    assert message.startswith("RuntimeError: xxx")
+    assert len(message) <= 500

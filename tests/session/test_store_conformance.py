@@ -57,10 +57,11 @@ async def test_ensure_session_refuses_a_session_of_another_user(store: Store):
     assert "alice" not in caught.value.message
 
 
-async def test_ensure_session_without_a_user_opens_an_owned_session(store: Store):
+async def test_an_owned_session_is_refused_to_an_anonymous_caller(store: Store):
     await store.ensure_session(SID, "alice")
-    record = await store.ensure_session(SID, None)
-    assert record.user_id == "alice"
+    with pytest.raises(SessionAccessError, match="say which user"):
+        await store.ensure_session(SID, None)
+    assert (await store.ensure_session(SID, "alice")).user_id == "alice"
 
 
 @pytest.mark.parametrize(

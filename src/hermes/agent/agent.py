@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from hermes.session.ids import new_session_id, validate_session_id, validate_use
 from hermes.session.open import open_store
 from hermes.session.store import Store
 from hermes.session.summary import ExtractiveSummarizer, Summarizer
+from hermes.session.tokens import count_tokens
 from hermes.tools.base import Tool
 from hermes.tools.builtin import BUILTIN_TOOLS
 from hermes.tools.decorator import as_tool
@@ -66,13 +68,23 @@ class Agent:
         summarizer: Summarizer | None = None,
         states_file: str | Path | None = None,
     ) -> None:
-        if max_iterations < 1 or turn_timeout <= 0 or context_rounds < 1:
-            raise ValueError("max_iterations, context_rounds must be >= 1 and turn_timeout > 0")
+        _check_settings(
+            max_iterations=max_iterations,
+            context_rounds=context_rounds,
+            max_unknown_tools=max_unknown_tools,
+            summary_min_backlog=summary_min_backlog,
+            max_message_chars=max_message_chars,
+            context_budget_tokens=context_budget_tokens,
+        )
+        if turn_timeout <= 0:
+            raise ValueError(f"turn_timeout must be > 0, got {turn_timeout}")
         self.model: Model = model if model is not None else RuleBrain()
         self.tools = ToolRegistry()
         for item in DEFAULT_BUILTINS if tools is None else tools:
             self.tools.register(_resolve_tool(item))
         self.store: Store = open_store(store)
+        #: A store the caller built is the caller's to close; one opened from a path is ours.
+        self._owns_store = not isinstance(store, Store)
         self.max_message_chars = max_message_chars
         if summarizer is None:
             # Deterministic and free; pass ModelSummarizer(model) to have a model write the
@@ -96,6 +108,9 @@ class Agent:
                 workspace=Path(workspace) if workspace is not None else Path.cwd(),
             ),
         )
+        self._runtime.tools_tokens = count_tokens(
+            json.dumps([spec.to_openai() for spec in self.tools.specs()], ensure_ascii=False)
+        )
         self._locks = SessionLocks()
 
     # -- turns ----------------------------------------------------------------------------------
@@ -109,13 +124,7 @@ class Agent:
         trace_id: str | None = None,
     ) -> RunResult:
         """Run one turn and return its result (reply, state, trace_id, tool calls)."""
-        message = Message.request(
-            _check_text(text, self.max_message_chars),
-            channel=channel,
-            session_id=session_id,
-            user_id=user_id,
-            trace_id=trace_id,
-        )
+        message = self._request(text, channel, session_id, user_id, trace_id)
         return await self._turn(message, _ignore)
 
     async def stream(
@@ -133,13 +142,7 @@ class Agent:
         and closes it cleanly (calls without results get ``interrupted``, the state goes back to
         ``idle``); use ``contextlib.aclosing(agent.stream(...))`` so that happens at once.
         """
-        message = Message.request(
-            _check_text(text, self.max_message_chars),
-            channel=channel,
-            session_id=session_id,
-            user_id=user_id,
-            trace_id=trace_id,
-        )
+        message = self._request(text, channel, session_id, user_id, trace_id)
         queue: asyncio.Queue[AgentEvent | BaseException] = asyncio.Queue()
 
         async def produce() -> None:
@@ -164,9 +167,22 @@ class Agent:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
+    def _request(
+        self,
+        text: object,
+        channel: str,
+        session_id: str | None,
+        user_id: str | None,
+        trace_id: str | None,
+    ) -> Message:
+        checked = _check_text(text, self.max_message_chars, self._runtime.settings)
+        return Message.request(
+            checked, channel=channel, session_id=session_id, user_id=user_id, trace_id=trace_id
+        )
+
     async def handle(self, message: Message) -> Message:
         """Answer a Message from any channel with a response Message (``reply_to`` linked)."""
-        _check_text(message.content, self.max_message_chars)
+        _check_text(message.content, self.max_message_chars, self._runtime.settings)
         result = await self._turn(message, _ignore)
         return message.reply(
             result.reply,
@@ -201,11 +217,13 @@ class Agent:
         )
 
     async def aclose(self) -> None:
-        """Close the store (and the model's connections, if it has any)."""
+        """Close what the agent opened: the model's connections and a store it opened itself
+        (a ``Store`` object passed in stays open: its owner closes it)."""
         closer = getattr(self.model, "aclose", None)
         if closer is not None:
             await closer()
-        await self.store.close()
+        if self._owns_store:
+            await self.store.close()
 
     async def __aenter__(self) -> Agent:
         return self
@@ -228,7 +246,14 @@ def _resolve_tool(item: ToolLike) -> Tool:
     return as_tool(item)
 
 
-def _check_text(text: object, limit: int) -> str:
+def _check_settings(**values: int) -> None:
+    for name, value in values.items():
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+
+
+def _check_text(text: object, limit: int, settings: TurnSettings) -> str:
+    """The message text, or ``InvalidInputError`` naming what is wrong with it (4xx-style)."""
     if not isinstance(text, str):
         raise InvalidInputError(f"a message must be text, got {type(text).__name__}")
     if not text.strip():
@@ -240,4 +265,11 @@ def _check_text(text: object, limit: int) -> str:
         )
     if "\x00" in text:
         raise InvalidInputError("the message contains a NUL character / 消息包含非法的 NUL 字符")
+    tokens = count_tokens(text)
+    if tokens > settings.context_budget_tokens:
+        # It could never be sent whole: refuse it now rather than as a server error later.
+        raise InvalidInputError(
+            f"the message is too long for the context: about {tokens:,} tokens (budget "
+            f"{settings.context_budget_tokens:,}) / 消息超出上下文预算：约 {tokens:,} 个 token"
+        )
     return text

@@ -47,6 +47,9 @@ async def _import(
     ``_EARLIER_LIMIT`` of them), so nothing the model could see before is dropped. Do not
     import into a session while one of its turns is running.
     """
+    existing = await store.load_session(session_id)
+    if existing is not None and user_id is None:
+        user_id = existing.user_id  # an import is the application's act, on the owner's behalf
     record = await store.ensure_session(session_id, user_id)
     base = record.last_seq
     window_start = _window_start(items, rounds)

@@ -140,7 +140,7 @@ async def _run_guarded(
         built = build_messages(
             ContextSlice(window.sticky, window.summary, [*window.window, *stored]),
             system_prompt=rt.settings.instructions,
-            budget_tokens=rt.settings.context_budget_tokens,
+            budget_tokens=rt.message_budget,
         )
         turn.state.token_estimate = built.tokens
         if built.repaired or built.dropped_rounds or built.truncated:
@@ -208,7 +208,7 @@ async def _iterate(
         added = await _tool_step(rt, turn, response, messages=messages, steps=steps, ctx=ctx)
         # This turn's own calls and results count against the budget too (seed 001 §2.2).
         tokens += sum(message_tokens(m) for m in added)
-        tokens, shortened = fit_messages(messages, tokens, rt.settings.context_budget_tokens)
+        tokens, shortened = fit_messages(messages, tokens, rt.message_budget)
         if shortened:
             log.info("context_adjusted", truncated=shortened)
         if steps.unknown_tools >= rt.settings.max_unknown_tools:

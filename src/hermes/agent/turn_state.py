@@ -39,6 +39,13 @@ class Runtime:
     states: StateMachineSpec
     summarizer: Summarizer
     settings: TurnSettings
+    #: Tokens the offered tool schemas take in every request (subtracted from the budget).
+    tools_tokens: int = 0
+
+    @property
+    def message_budget(self) -> int:
+        """The token budget left for messages once the tool schemas are counted."""
+        return max(256, self.settings.context_budget_tokens - self.tools_tokens)
 
 
 @dataclass(slots=True)

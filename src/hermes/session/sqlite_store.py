@@ -259,7 +259,13 @@ class SQLiteStore:
             raise self._error(exc, "open") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000):d}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode != "wal" and self.path != ":memory:":
+                # e.g. a network filesystem without shared memory: still correct, but every
+                # write blocks readers, and the fast path meets SQLITE_BUSY far more often.
+                from hermes.observe import get_logger
+
+                get_logger("session").warning("sqlite_not_wal", path=self.path, mode=mode)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             apply_migrations(conn, self.path)
@@ -291,20 +297,25 @@ class SQLiteStore:
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> T:
-        conn = self._conn
-        if conn is None:
-            raise StoreError(f"the store {self.path} is closed", path=self.path)
+        conn = self._connection()
         try:
             return fn(conn, *args, **kwargs)
         except sqlite3.Error as exc:
             raise self._error(exc, action) from exc
+
+    def _connection(self) -> sqlite3.Connection:
+        """The open connection (the caller holds the lock), or ``StoreError`` once closed."""
+        conn = self._conn
+        if conn is None:
+            raise StoreError(f"the store {self.path} is closed", path=self.path)
+        return conn
 
     def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
         """One clear sentence for a sqlite3 failure (never a raw traceback to the caller)."""
         name = getattr(exc, "sqlite_errorname", "") or ""
         text = str(exc)
         path = self.path
-        if name.startswith("SQLITE_BUSY") or name.startswith("SQLITE_LOCKED") or "locked" in text:
+        if _is_busy(exc):
             message = f"database is locked (busy for {self.busy_timeout:g} s): {path}"
         elif name.startswith("SQLITE_CANTOPEN"):
             message = f"cannot open the database file {path} (is its directory writable?)"
@@ -355,9 +366,7 @@ class SQLiteStore:
         """Run ``fn`` now if that cannot block, else on the worker thread (module docstring)."""
         if not self._closed and self._lock.acquire(blocking=False):
             try:
-                conn = self._conn
-                if conn is None:
-                    raise StoreError(f"the store {self.path} is closed", path=self.path)
+                conn = self._connection()
                 try:
                     result = fn(conn, *args, **kwargs)
                 except sqlite3.Error as exc:
@@ -379,9 +388,7 @@ class SQLiteStore:
         **kwargs: P.kwargs,
     ) -> T:
         """On the worker, holding the lock: run with the real busy timeout."""
-        conn = self._conn
-        if conn is None:
-            raise StoreError(f"the store {self.path} is closed", path=self.path)
+        conn = self._connection()
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000):d}")
         try:
             result = self._call(action, fn, *args, **kwargs)
@@ -430,8 +437,8 @@ class SQLiteStore:
 
         Raises ``InvalidIdError`` for a malformed id or a session id equal to the user id, and
         ``SessionAccessError`` when the session belongs to another user. A session created
-        without a user is bound to the first user that asks for it; a caller without a user
-        (``user_id=None``) may open any session.
+        without a user is bound to the first user that asks for it; a session with an owner is
+        refused to everyone else, anonymous callers (``user_id=None``) included.
         """
         _check_ids(session_id, user_id)
         return await self._run(
@@ -567,9 +574,12 @@ def _ensure_session(
 def _needs_claim(row: Any, session_id: str, user_id: str | None, title: str | None) -> bool:
     """Whether an existing session row must change; raises if it belongs to someone else."""
     owner, current_title = row[1], row[2]
-    if owner is not None and user_id is not None and owner != user_id:
+    if owner is not None and owner != user_id:
+        # One user's conversation is never opened by another, nor by an anonymous caller.
         raise SessionAccessError(
-            f"session {session_id!r} belongs to another user", session_id=session_id
+            f"session {session_id!r} belongs to "
+            + ("another user" if user_id is not None else "a user; say which user you are"),
+            session_id=session_id,
         )
     return (owner is None and user_id is not None) or (current_title is None and bool(title))
 

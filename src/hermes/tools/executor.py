@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import traceback
 from time import perf_counter
 from typing import Any
 
@@ -72,7 +73,9 @@ async def execute_tool_call(
         return _failure(exc.code, exc.message, start)
     except Exception as exc:  # noqa: BLE001 - any tool bug becomes data for the model
         logger.warning("tool_raised", tool=tool.name, error_type=type(exc).__name__)
-        return _failure("execution_error", f"{type(exc).__name__}: {exc}", start)
+        if logger.is_enabled("DEBUG"):
+            logger.debug("tool_traceback", tool=tool.name, traceback=traceback.format_exc())
+        return _failure("execution_error", _exception_text(exc), start)
     return _success(tool, output, max_output_chars, start)
 
 
@@ -166,3 +169,13 @@ def _unknown_tool_message(name: str, registry: ToolRegistry) -> str:
     if len(names) > _MAX_LISTED_TOOLS:
         shown += f", … ({len(names) - _MAX_LISTED_TOOLS} more)"
     return f"no tool named {name!r}; available: {shown or '(none)'}"
+
+
+#: How much of an exception's text the model sees; the full text is in the debug log.
+MAX_ERROR_CHARS = 500
+
+
+def _exception_text(exc: BaseException) -> str:
+    """ "TypeName: message", clipped: an exception may carry a whole payload or a secret."""
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
