@@ -1,3 +1,4 @@
 """Suite-wide setup: real model requests are forbidden (hermes.testing's guard)."""
 
-pytest_plugins = ["hermes.testing"]
+# hermes.testing: the guard; fake_chat_server: its ``server`` fixture (not autouse).
+pytest_plugins = ["hermes.testing", "tests.models.fake_chat_server"]

@@ -19,7 +19,12 @@ from hermes.agent.events import AgentEvent, TextDelta, TurnFinished
 from hermes.models.guard import allow_model_requests
 from hermes.models.openai_compat import OpenAICompatModel
 from tests.agent.conftest import add, all_items, assert_pairs_complete
-from tests.models.fake_chat_server import FakeChatServer, Reply, ScriptedCall
+from tests.models.fake_chat_server import (
+    FakeChatServer,
+    Reply,
+    ScriptedCall,
+    model_settings,
+)
 
 SESSION = "session-openai-0001"
 ADD_TOOL = {
@@ -49,27 +54,12 @@ def _model_requests_allowed() -> Iterator[None]:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeChatServer]:
-    with FakeChatServer() as fake:
-        yield fake
-
-
-@pytest.fixture
 async def make_agent(server: FakeChatServer, tmp_path: Path) -> AsyncIterator[OpenAIAgentFactory]:
     """Agents on ``tmp_path/x.db`` whose model talks to ``server`` (tiny retry waits)."""
     made: list[Agent] = []
 
     def factory(*, tools: Any = None, agent_options: Any = None, **model_options: Any) -> Agent:
-        settings: dict[str, Any] = {
-            "base_url": server.base_url,
-            "model": "fake-model",
-            "timeout": 5.0,
-            "connect_timeout": 2.0,
-            "max_retries": 1,
-            "retry_backoff": 0.001,
-            "retry_backoff_max": 0.01,
-        }
-        settings.update(model_options)
+        settings = model_settings(server, **{"max_retries": 1, **model_options})
         agent = Agent(
             model=OpenAICompatModel(**settings),
             tools=[add] if tools is None else tools,

@@ -10,7 +10,7 @@ import pytest
 
 from hermes.models.guard import allow_model_requests
 from hermes.models.openai_compat import OpenAICompatModel
-from tests.models.fake_chat_server import FakeChatServer
+from tests.models.fake_chat_server import FakeChatServer, model_settings
 
 ModelFactory = Callable[..., OpenAICompatModel]
 
@@ -23,26 +23,12 @@ def _model_requests_allowed() -> Iterator[None]:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeChatServer]:
-    with FakeChatServer() as fake:
-        yield fake
-
-
-@pytest.fixture
 async def make_model(server: FakeChatServer) -> AsyncIterator[ModelFactory]:
     """Build models against ``server`` (tiny retry waits, short timeouts); closed after."""
     made: list[OpenAICompatModel] = []
 
     def factory(**options: Any) -> OpenAICompatModel:
-        settings: dict[str, Any] = {
-            "base_url": server.base_url,
-            "model": "fake-model",
-            "timeout": 5.0,
-            "connect_timeout": 2.0,
-            "retry_backoff": 0.001,
-            "retry_backoff_max": 0.01,
-        }
-        settings.update(options)
+        settings = model_settings(server, **options)
         model = OpenAICompatModel(**settings)
         made.append(model)
         return model

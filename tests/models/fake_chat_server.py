@@ -32,6 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+import pytest
+
 __all__ = ["FakeChatServer", "Reply", "ScriptedCall"]
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -410,3 +412,24 @@ def _pieces(text: str, size: int) -> list[str]:
 
 def _error_body(message: str, status: int) -> dict[str, Any]:
     return {"error": {"message": message, "type": "fake_error", "code": status}}
+
+
+@pytest.fixture
+def server() -> Iterator[FakeChatServer]:
+    """A running fake chat server (import this fixture where it is needed)."""
+    with FakeChatServer() as fake:
+        yield fake
+
+
+def model_settings(server: FakeChatServer, **overrides: Any) -> dict[str, Any]:
+    """OpenAICompatModel keywords for ``server``: short timeouts and tiny retry waits."""
+    settings: dict[str, Any] = {
+        "base_url": server.base_url,
+        "model": "fake-model",
+        "timeout": 5.0,
+        "connect_timeout": 2.0,
+        "retry_backoff": 0.001,
+        "retry_backoff_max": 0.01,
+    }
+    settings.update(overrides)
+    return settings
