@@ -259,3 +259,34 @@ async def test_the_window_is_capped_when_one_round_is_huge(tmp_path: Path):
     await store.close()
     assert [i.seq for i in got.window] == list(range(202, 302))
     assert (got.window_start, got.backlog) == (202, 201)
+
+
+async def test_a_version_1_database_with_sessions_is_upgraded_to_the_current_schema(
+    tmp_path: Path,
+):
+    from hermes.session.migrations import MIGRATIONS, SCHEMA_VERSION, apply_migrations
+
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    apply_migrations(conn, str(path), MIGRATIONS[:1])
+    conn.execute(
+        "INSERT INTO sessions (session_id, user_id, created_at, last_active) "
+        "VALUES ('session-old-1', 'u1', 1, 1)"
+    )
+    conn.close()
+    store = SQLiteStore(path)
+    try:
+        assert [r.session_id for r in await store.list_sessions("u1")] == ["session-old-1"]
+        await store.append("session-old-1", [user("after the upgrade")])
+
+        def indexes(c: sqlite3.Connection) -> set[str]:
+            rows = c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+            return {r[0] for r in rows}
+
+        names = await store._run("test", indexes)
+        assert "sessions_by_user" in names
+        assert "sessions_by_activity" not in names
+        version = await store._run("test", lambda c: c.execute("PRAGMA user_version").fetchone())
+        assert version[0] == SCHEMA_VERSION == 2
+    finally:
+        await store.close()
