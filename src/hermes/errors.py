@@ -146,3 +146,26 @@ class SessionAccessError(HermesError):
 
     code = "session_forbidden"
     status = 403
+
+
+class PermissionDeniedError(ToolError):
+    """The calling user lacks a scope the tool requires (seed 003 §2.2: RBAC gateway).
+
+    The message names the tool and only the missing scopes, never the user's whole scope list.
+    """
+
+    code = "permission_denied"
+    status = 403
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool: str | None = None,
+        missing: tuple[str, ...] = (),
+        user_id: str | None = None,
+    ) -> None:
+        super().__init__(message, tool=tool, missing=missing, user_id=user_id)
+        self.tool = tool
+        self.missing = missing
+        self.user_id = user_id

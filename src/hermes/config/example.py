@@ -54,4 +54,18 @@ brain:
 tools:
   builtins: [calculator, current_time]   # the built-in tools offered (these two exist now)
   workspace: .              # the directory tools see as ToolContext.workspace
+  plugins_dir: null         # a directory of plugin *.py files (@tool functions or TOOL_METADATA)
+                            # 插件目录：启动时加载其中的 .py 工具文件；有问题的文件会被跳过并报告
+  toolset_limit: 20         # more tools than this: offer only the toolsets relevant to the message
+
+# Users → roles → scopes. Off: tool `permissions` are not enforced and nothing is audited.
+# 权限控制（RBAC）：用户 → 角色 → 权限范围；关闭时不检查工具权限。
+rbac:
+  enabled: false
+  roles: {}                 # e.g. {staff: {scopes: ["order:read"]},
+                            #       admin: {scopes: ["*"], inherits: [staff]}}
+                            # "order:*" grants order and every scope below it; "*" grants all
+  default_role: null        # the role of users not listed below (and of anonymous callers)
+  users: {}                 # e.g. {alice: {roles: [admin]}}
+  audit_log: .hermes/audit.log   # JSON lines: who, which tool, when, allow/deny (审计日志)
 """

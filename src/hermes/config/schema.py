@@ -8,10 +8,11 @@ Models are frozen: a loaded configuration is a value; derive a variant with ``mo
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
@@ -118,9 +119,143 @@ class ToolsConfig(_Section):
     builtins: list[str] = Field(default_factory=lambda: ["calculator", "current_time"])
     #: The directory tools get as ``ToolContext.workspace``; relative to the run directory.
     workspace: str = Field(default=".", min_length=1)
+    #: A directory of plugin ``*.py`` files (``@tool`` functions or ``TOOL_METADATA``);
+    #: ``None``: no plugins. Relative to the run directory.
+    plugins_dir: str | None = Field(default=None, min_length=1)
+    #: With more tools than this, only the toolsets relevant to the message are offered
+    #: (seed 001 §6.3: past ~20 tool schemas, group them and inject them dynamically).
+    toolset_limit: int = Field(default=20, ge=1, le=1000)
 
 
-_SECTIONS = ("agent", "store", "logging", "brain", "tools")
+# A scope is ``segment(:segment)*``, optionally ending in ``:*``; ``*`` alone grants everything.
+_SCOPE = re.compile(r"\*|[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)*(?::\*)?")
+_ROLE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+class RoleConfig(_Section):
+    """A role: the scopes it grants, plus those of the roles it inherits."""
+
+    scopes: list[str] = Field(default_factory=list)
+    inherits: list[str] = Field(default_factory=list)
+
+    @field_validator("scopes")
+    @classmethod
+    def _check_scopes(cls, value: list[str]) -> list[str]:
+        for scope in value:
+            if not _SCOPE.fullmatch(scope):
+                raise ValueError(
+                    f"invalid scope {scope!r}: use segments of A-Z a-z 0-9 _ . - joined by ':', "
+                    "optionally ending in ':*' (or '*' alone for every scope)"
+                )
+        return value
+
+
+class UserConfig(_Section):
+    """A user's roles (by name, from ``rbac.roles``)."""
+
+    roles: list[str] = Field(default_factory=list)
+
+
+class RbacConfig(_Section):
+    """Users → roles → scopes (seed 003 §2.2, "dynamic RBAC gateway").
+
+    Off by default: with ``enabled: false`` the ``permissions`` of tools are not enforced and
+    nothing is audited, so configurations written before RBAC behave as they did.
+    """
+
+    enabled: bool = False
+    roles: dict[str, RoleConfig] = Field(default_factory=dict)
+    #: The role of every user not listed in ``users`` (and of anonymous callers);
+    #: ``None``: they hold no scope, so only tools without ``permissions`` are open to them.
+    default_role: str | None = None
+    users: dict[str, UserConfig] = Field(default_factory=dict)
+    #: JSON-lines audit log of every decision on a permission-protected tool; relative to the
+    #: run directory.
+    audit_log: str = Field(default=".hermes/audit.log", min_length=1)
+
+    @field_validator("roles")
+    @classmethod
+    def _check_roles(cls, value: dict[str, RoleConfig]) -> dict[str, RoleConfig]:
+        for name, role in value.items():
+            if not _ROLE_NAME.fullmatch(name):
+                raise ValueError(f"invalid role name {name!r}: use 1-64 of A-Z a-z 0-9 _ . -")
+            for parent in role.inherits:
+                if parent not in value:
+                    raise ValueError(
+                        f"role {name!r} inherits unknown role {parent!r} "
+                        f"(defined roles: {_names(value)})"
+                    )
+        cycle = _inheritance_cycle(value)
+        if cycle:
+            raise ValueError("roles inherit in a cycle: " + " -> ".join(cycle))
+        return value
+
+    @field_validator("default_role")
+    @classmethod
+    def _check_default_role(cls, value: str | None, info: ValidationInfo) -> str | None:
+        roles = info.data.get("roles")  # absent when ``roles`` itself was invalid
+        if value is not None and roles is not None and value not in roles:
+            raise ValueError(f"unknown role {value!r} (defined roles: {_names(roles)})")
+        return value
+
+    @field_validator("users", mode="before")
+    @classmethod
+    def _user_ids_are_text(cls, value: Any) -> Any:
+        # YAML reads ``10086: {roles: [...]}`` with an int key; user ids are strings.
+        if isinstance(value, dict):
+            return {str(key): item for key, item in value.items()}
+        return value
+
+    @field_validator("users")
+    @classmethod
+    def _check_users(
+        cls, value: dict[str, UserConfig], info: ValidationInfo
+    ) -> dict[str, UserConfig]:
+        roles = info.data.get("roles")
+        if roles is None:
+            return value
+        for user_id, user in value.items():
+            if not user_id:
+                raise ValueError("a user id must not be empty")
+            for role in user.roles:
+                if role not in roles:
+                    raise ValueError(
+                        f"user {user_id!r} has unknown role {role!r} "
+                        f"(defined roles: {_names(roles)})"
+                    )
+        return value
+
+
+def _names(roles: dict[str, Any]) -> str:
+    return ", ".join(sorted(roles)) or "none"
+
+
+def _inheritance_cycle(roles: dict[str, RoleConfig]) -> list[str]:
+    """The first inheritance cycle found (``[a, b, a]``), or ``[]``; every parent must exist."""
+    on_path, done = 1, 2
+    state: dict[str, int] = {}
+    for start, role in roles.items():
+        if start in state:
+            continue
+        # Iterative depth-first search: the current path and, per node, an iterator of parents.
+        path = [start]
+        state[start] = on_path
+        pending = [iter(role.inherits)]
+        while pending:
+            parent = next(pending[-1], None)
+            if parent is None:
+                state[path.pop()] = done
+                pending.pop()
+            elif state.get(parent) == on_path:
+                return [*path[path.index(parent) :], parent]
+            elif parent not in state:
+                state[parent] = on_path
+                path.append(parent)
+                pending.append(iter(roles[parent].inherits))
+    return []
+
+
+_SECTIONS = ("agent", "store", "logging", "brain", "tools", "rbac")
 
 
 class HermesConfig(_Section):
@@ -133,6 +268,7 @@ class HermesConfig(_Section):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     brain: BrainConfig = Field(default_factory=BrainConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    rbac: RbacConfig = Field(default_factory=RbacConfig)
 
     @field_validator(*_SECTIONS, mode="before")
     @classmethod

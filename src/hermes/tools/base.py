@@ -10,9 +10,14 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from hermes.tools.policies.breaker import BreakerPolicy
+from hermes.tools.policies.retry import RetryPolicy
+
+SandboxMode = Literal["none", "process"]
 
 
 class ToolErrorInfo(BaseModel):
@@ -80,6 +85,17 @@ class Tool:
     ``fn`` may be sync (run in a worker thread) or async. ``context_param`` names the parameter
     that receives the :class:`ToolContext`, if any. ``parallel_safe=False`` makes concurrent
     calls of one model response run in order.
+
+    Execution policies (all off by default; see ``hermes.tools.executor`` for the pipeline):
+    ``retry`` and ``circuit_breaker`` (``hermes.tools.policies``); ``idempotency_key`` — the
+    argument names whose values make the key of a call whose result is stored and replayed
+    (``()``: all arguments; ``None``: not idempotent) for ``idempotency_ttl`` seconds;
+    ``cache_ttl`` — seconds an identical successful result is reused (``None``: never);
+    ``permissions`` — scopes the caller needs; ``requires_approval`` — a person must approve
+    each call; ``sandbox`` — ``"process"`` runs the call in a separate, limited process;
+    ``max_output_chars`` — this tool's text-output limit (else the caller's); ``parser`` —
+    turns the raw output into the structured one; ``post_validate`` — checks the parsed
+    output and raises if it is wrong.
     """
 
     name: str
@@ -93,3 +109,14 @@ class Tool:
     context_param: str | None = None
     parallel_safe: bool = True
     toolset: str = "default"
+    retry: RetryPolicy | None = None
+    circuit_breaker: BreakerPolicy | None = None
+    idempotency_key: tuple[str, ...] | None = None
+    idempotency_ttl: float = 86_400.0
+    cache_ttl: float | None = None
+    permissions: tuple[str, ...] = ()
+    requires_approval: bool = False
+    sandbox: SandboxMode = "none"
+    max_output_chars: int | None = None
+    parser: Callable[[Any], Any] | None = None
+    post_validate: Callable[[Any], Any] | None = None

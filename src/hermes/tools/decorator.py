@@ -14,6 +14,15 @@ Three ways to give the argument contract, one result::
 The decorator returns the ORIGINAL function (``add(2, 3) == 5`` still holds) with the Tool in
 its ``__hermes_tool__`` attribute. Every mistake in a declaration is raised at decoration time,
 with the tool's name in the message — never at the first call.
+
+Execution policies are keyword options too (see :class:`ToolPolicies`; all off by default, so
+a plain tool stays plain and fast)::
+
+    @tool(retry=3, circuit_breaker=True, timeout=5)           # a flaky network read
+    def fetch_rate(currency: str) -> float: ...
+
+    @tool(idempotency_key=("order_id",), requires_approval=True, permissions=("orders:write",))
+    def refund(order_id: str, amount: float) -> dict: ...
 """
 
 from __future__ import annotations
@@ -22,13 +31,15 @@ import copy
 import inspect
 import math
 import re
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, overload
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypedDict, TypeVar, Unpack, get_args, overload
 
 from pydantic import BaseModel, TypeAdapter
 
 from hermes.tools._calls import is_async_callable, make_caller
-from hermes.tools.base import Tool
+from hermes.tools.base import SandboxMode, Tool
+from hermes.tools.policies.breaker import BreakerPolicy
+from hermes.tools.policies.retry import RetryPolicy
 from hermes.tools.schema import (
     FunctionSchema,
     callable_name,
@@ -39,7 +50,7 @@ from hermes.tools.schema import (
 )
 from hermes.tools.validation import check_json_schema
 
-__all__ = ["TOOL_ATTRIBUTE", "as_tool", "make_tool", "tool"]
+__all__ = ["TOOL_ATTRIBUTE", "ToolPolicies", "as_tool", "make_tool", "tool"]
 
 #: The attribute of a decorated function that holds its :class:`Tool`.
 TOOL_ATTRIBUTE = "__hermes_tool__"
@@ -49,6 +60,39 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 F = TypeVar("F", bound=Callable[..., Any])
 Summary = Callable[[Any], str] | str
+
+
+class ToolPolicies(TypedDict, total=False):
+    """The execution-policy options of ``@tool`` / :func:`make_tool` (all optional).
+
+    - ``retry``: a :class:`RetryPolicy`, or ``n`` for ``RetryPolicy(max_attempts=n)``, or
+      ``True`` for the default policy (3 attempts). Default: no retry.
+    - ``circuit_breaker``: a :class:`BreakerPolicy`, or ``True`` (5 failures, 30 s).
+    - ``idempotent=True``: the key is all arguments; ``idempotency_key=("order_id", …)``: the
+      key is those arguments (implies idempotent). ``idempotency_ttl``: seconds (default 24 h).
+    - ``cache_ttl``: seconds an identical successful result is reused (read-only tools).
+    - ``permissions``: scopes the caller needs (a string or an iterable of strings).
+    - ``requires_approval``: a person approves each call before it runs.
+    - ``sandbox``: ``"process"`` runs each call in a separate limited process (the function
+      must be importable by module and name; a ``ToolContext`` reaches it without ``extras``);
+      default ``"none"``.
+    - ``max_output_chars``: this tool's text-output limit (else the caller's).
+    - ``parser``: raw output → structured output; ``post_validate``: raises if the parsed
+      output is wrong (both become ``invalid_output`` errors).
+    """
+
+    retry: RetryPolicy | int | bool | None
+    circuit_breaker: BreakerPolicy | bool | None
+    idempotent: bool
+    idempotency_key: str | Sequence[str] | None
+    idempotency_ttl: float
+    cache_ttl: float | None
+    permissions: str | Iterable[str]
+    requires_approval: bool
+    sandbox: SandboxMode
+    max_output_chars: int | None
+    parser: Callable[[Any], Any] | None
+    post_validate: Callable[[Any], Any] | None
 
 
 @overload
@@ -67,6 +111,7 @@ def tool(
     output_schema: dict[str, Any] | None = None,
     parallel_safe: bool = True,
     toolset: str = "default",
+    **policies: Unpack[ToolPolicies],
 ) -> Callable[[F], F]: ...
 
 
@@ -83,12 +128,15 @@ def tool(
     output_schema: dict[str, Any] | None = None,
     parallel_safe: bool = True,
     toolset: str = "default",
+    **policies: Unpack[ToolPolicies],
 ) -> Any:
     """Declare a tool; usable bare (``@tool``) or with options (``@tool(timeout=30)``).
 
     ``summary`` is a callable ``output -> str`` or a ``str.format`` template filled from a dict
     output (``"{expression} = {result}"``) or ``{output}``. ``timeout`` is in seconds.
     ``parallel_safe=False`` makes concurrent calls from one model response run in order.
+    The execution policies (``retry``, ``circuit_breaker``, ``idempotency_key`` …) are
+    described in :class:`ToolPolicies`.
     """
 
     def decorate(target: F) -> F:
@@ -103,6 +151,7 @@ def tool(
             output_schema=output_schema,
             parallel_safe=parallel_safe,
             toolset=toolset,
+            **policies,
         )
         try:
             setattr(target, TOOL_ATTRIBUTE, built)
@@ -144,6 +193,7 @@ def make_tool(
     output_schema: dict[str, Any] | None = None,
     parallel_safe: bool = True,
     toolset: str = "default",
+    **policies: Unpack[ToolPolicies],
 ) -> Tool:
     """Build the :class:`Tool` for ``fn`` without touching ``fn`` (what ``@tool`` attaches)."""
     if not callable(fn):
@@ -156,13 +206,7 @@ def make_tool(
         )
     if schema is not None and args_model is not None:
         raise TypeError(f"tool {tool_name!r}: give schema= or args_model=, not both")
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
-        raise ValueError(f"tool {tool_name!r}: timeout must be a positive number of seconds")
+    _seconds(tool_name, "timeout", timeout)
     if output_schema is not None:
         check_json_schema(output_schema, what=f"output_schema of tool {tool_name!r}")
     if schema is not None:
@@ -171,6 +215,7 @@ def make_tool(
         spec = _model_first(fn, tool_name, args_model)
     else:
         spec = function_schema(fn)
+    policy_fields = _policy_fields(tool_name, policies, spec)
     return Tool(
         name=tool_name,
         description=description if description is not None else spec.description,
@@ -183,6 +228,7 @@ def make_tool(
         context_param=spec.context_param,
         parallel_safe=parallel_safe,
         toolset=toolset,
+        **policy_fields,
     )
 
 
@@ -254,3 +300,110 @@ def _summary_callable(summary: Summary | None) -> Callable[[Any], str] | None:
 
         return render
     raise TypeError(f"summary must be a callable or a format string, got {type(summary)}")
+
+
+def _seconds(tool_name: str, option: str, value: Any) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"tool {tool_name!r}: {option} must be a positive number of seconds")
+    return float(value)
+
+
+def _policy_fields(name: str, options: ToolPolicies, spec: FunctionSchema) -> dict[str, Any]:
+    """The Tool fields of the policy options, each checked (errors name the tool)."""
+    unknown = sorted(set(options) - ToolPolicies.__optional_keys__)
+    if unknown:
+        raise TypeError(f"tool {name!r}: unknown option(s) {', '.join(unknown)}")
+    sandbox = options.get("sandbox", "none")
+    if sandbox not in get_args(SandboxMode):
+        raise ValueError(f'tool {name!r}: sandbox must be "none" or "process", got {sandbox!r}')
+    cache_ttl = options.get("cache_ttl")
+    return {
+        "retry": _retry_policy(name, options.get("retry")),
+        "circuit_breaker": _breaker_policy(name, options.get("circuit_breaker")),
+        "idempotency_key": _idempotency_key(name, options, spec.parameters),
+        "idempotency_ttl": _seconds(
+            name, "idempotency_ttl", options.get("idempotency_ttl", 86_400)
+        ),
+        "cache_ttl": None if cache_ttl is None else _seconds(name, "cache_ttl", cache_ttl),
+        "permissions": _scopes(name, options.get("permissions", ())),
+        "requires_approval": _flag(name, "requires_approval", options.get("requires_approval")),
+        "sandbox": sandbox,
+        "max_output_chars": _output_limit(name, options.get("max_output_chars")),
+        "parser": _hook(name, "parser", options.get("parser")),
+        "post_validate": _hook(name, "post_validate", options.get("post_validate")),
+    }
+
+
+def _retry_policy(name: str, value: Any) -> RetryPolicy | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return RetryPolicy()
+    if isinstance(value, RetryPolicy):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise ValueError(f"tool {name!r}: retry=n needs n >= 1 attempts, got {value}")
+        return RetryPolicy(max_attempts=value) if value > 1 else None
+    raise TypeError(f"tool {name!r}: retry must be a RetryPolicy, an attempt count or a bool")
+
+
+def _breaker_policy(name: str, value: Any) -> BreakerPolicy | None:
+    if value is None or value is False:
+        return None
+    if value is True:
+        return BreakerPolicy()
+    if isinstance(value, BreakerPolicy):
+        return value
+    raise TypeError(f"tool {name!r}: circuit_breaker must be a BreakerPolicy or a bool")
+
+
+def _idempotency_key(
+    name: str, options: ToolPolicies, parameters: dict[str, Any]
+) -> tuple[str, ...] | None:
+    idempotent = _flag(name, "idempotent", options.get("idempotent"))
+    fields = options.get("idempotency_key")
+    if fields is None:
+        return () if idempotent else None
+    chosen = (fields,) if isinstance(fields, str) else tuple(fields)
+    if not chosen or not all(isinstance(f, str) for f in chosen):
+        raise TypeError(f"tool {name!r}: idempotency_key must name one or more arguments")
+    known = parameters.get("properties", {})
+    missing = [f for f in chosen if f not in known]
+    if missing:
+        raise ValueError(f"tool {name!r}: idempotency_key names unknown arguments {missing}")
+    return chosen
+
+
+def _scopes(name: str, value: Any) -> tuple[str, ...]:
+    scopes = (value,) if isinstance(value, str) else tuple(value)
+    if not all(isinstance(s, str) and s.strip() for s in scopes):
+        raise TypeError(f"tool {name!r}: permissions must be non-empty strings")
+    return scopes
+
+
+def _flag(name: str, option: str, value: Any) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise TypeError(f"tool {name!r}: {option} must be True or False")
+    return value
+
+
+def _output_limit(name: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"tool {name!r}: max_output_chars must be a positive integer")
+    return value
+
+
+def _hook(name: str, option: str, value: Any) -> Callable[[Any], Any] | None:
+    if value is not None and not callable(value):
+        raise TypeError(f"tool {name!r}: {option} must be a callable")
+    return value  # type: ignore[no-any-return]
