@@ -290,3 +290,17 @@ async def test_a_version_1_database_with_sessions_is_upgraded_to_the_current_sch
         assert version[0] == SCHEMA_VERSION == 2
     finally:
         await store.close()
+
+
+def test_two_processes_creating_the_same_new_database_both_succeed(tmp_path: Path):
+    """Opening a brand-new file from two places at once must not fail on the WAL switch."""
+    import concurrent.futures
+
+    def open_and_close(path: Path) -> None:
+        SQLiteStore(path).close_sync()
+
+    for attempt in range(20):
+        path = tmp_path / f"race-{attempt}.db"
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            for future in [pool.submit(open_and_close, path) for _ in range(2)]:
+                future.result()  # raises StoreError if the race is lost

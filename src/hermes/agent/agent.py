@@ -36,7 +36,9 @@ from hermes.session.tokens import count_tokens
 from hermes.tools.base import Tool
 from hermes.tools.builtin import BUILTIN_TOOLS
 from hermes.tools.decorator import as_tool
+from hermes.tools.permissions import Authorizer
 from hermes.tools.registry import ToolRegistry
+from hermes.tools.toolsets import ToolsetIndex
 
 DEFAULT_BUILTINS = ("calculator", "current_time")
 ToolLike = str | Tool | Callable[..., Any]
@@ -67,6 +69,9 @@ class Agent:
         workspace: str | Path | None = None,
         summarizer: Summarizer | None = None,
         states_file: str | Path | None = None,
+        authorizer: Authorizer | None = None,
+        toolset_limit: int = 20,
+        http_allow: Sequence[str] = (),
     ) -> None:
         _check_settings(
             max_iterations=max_iterations,
@@ -75,6 +80,7 @@ class Agent:
             summary_min_backlog=summary_min_backlog,
             max_message_chars=max_message_chars,
             context_budget_tokens=context_budget_tokens,
+            toolset_limit=toolset_limit,
         )
         if turn_timeout <= 0:
             raise ValueError(f"turn_timeout must be > 0, got {turn_timeout}")
@@ -108,10 +114,18 @@ class Agent:
                 workspace=Path(workspace) if workspace is not None else Path.cwd(),
             ),
         )
-        self._runtime.tools_tokens = count_tokens(
+        runtime = self._runtime
+        runtime.tools_tokens = count_tokens(
             json.dumps([spec.to_openai() for spec in self.tools.specs()], ensure_ascii=False)
         )
+        runtime.authorizer = authorizer
+        runtime.toolset_limit = toolset_limit
+        if len(self.tools) > toolset_limit:
+            runtime.toolsets = ToolsetIndex(list(self.tools))
+        runtime.extras = _tool_extras(self.store, http_allow)
         self._locks = SessionLocks()
+        #: Problems met while building the agent that did not stop it (a skipped plugin file).
+        self.startup_warnings: list[str] = []
 
     # -- turns ----------------------------------------------------------------------------------
     async def run(
@@ -244,6 +258,16 @@ def _resolve_tool(item: ToolLike) -> Tool:
             raise ValueError(f"unknown built-in tool '{item}' (built-ins: {known})")
         return builtin
     return as_tool(item)
+
+
+def _tool_extras(store: Store, http_allow: Sequence[str]) -> dict[str, Any]:
+    """What every tool call gets in ``ToolContext.extras``."""
+    extras: dict[str, Any] = {"http_allow": list(http_allow)}
+    path = getattr(store, "path", None)
+    if isinstance(path, str) and path != ":memory:":
+        # Idempotency records live beside the session database, not in the tools' workspace.
+        extras["idempotency_path"] = str(Path(path).with_name("idempotency.db"))
+    return extras
 
 
 def _check_settings(**values: int) -> None:

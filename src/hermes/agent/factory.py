@@ -8,9 +8,15 @@ from hermes.agent.agent import Agent
 from hermes.config import LoadedConfig
 from hermes.models.base import Model
 from hermes.models.brain import RuleBrain
-from hermes.observe import configure_logging
+from hermes.observe import configure_logging, get_logger
 from hermes.session.open import open_store
 from hermes.session.summary import ModelSummarizer
+from hermes.tools.audit import AuditLog
+from hermes.tools.base import Tool
+from hermes.tools.permissions import Authorizer
+from hermes.tools.plugins import load_plugins
+
+log = get_logger("agent")
 
 #: The system prompt used with a configured model when ``agent.instructions`` is not set
 #: (seed 002 §5: constraint over freedom; seed 004 §3.3: ask tools, never invent).
@@ -59,13 +65,15 @@ def build_agent(
     if log_to_file and loaded.log_file is not None:
         configure_logging(loaded.log_file, loaded.config.logging.level)
     ac = loaded.config.agent
+    tc = loaded.config.tools
     model = build_model(loaded, offline=offline)
+    plugin_tools, warnings = _plugins(loaded)
     instructions = ac.instructions
     if instructions is None and loaded.config.model is not None and not offline:
         instructions = DEFAULT_INSTRUCTIONS
-    return Agent(
+    agent = Agent(
         model=model,
-        tools=loaded.config.tools.builtins,
+        tools=[*tc.builtins, *plugin_tools],
         # The raw value, so ":memory:" and URLs keep their meaning (not made into a path).
         store=store
         if store is not None
@@ -82,4 +90,31 @@ def build_agent(
         # With a real model configured, the model writes the rolling summary (seed 001 §2.2),
         # falling back to the extractive one when it fails.
         summarizer=None if isinstance(model, RuleBrain) else ModelSummarizer(model),
+        authorizer=_authorizer(loaded),
+        toolset_limit=tc.toolset_limit,
+        http_allow=tc.http_allow,
     )
+    agent.startup_warnings = warnings
+    return agent
+
+
+def _plugins(loaded: LoadedConfig) -> tuple[list[Tool], list[str]]:
+    """The tools of the plugin directory; a broken file is reported and skipped (issue 3 §6)."""
+    directory = loaded.config.tools.plugins_dir
+    if directory is None:
+        return [], []
+    report = load_plugins(
+        loaded.resolve_path(directory), reserved_names=loaded.config.tools.builtins
+    )
+    warnings = []
+    for error in report.errors:
+        log.warning("plugin_skipped", path=str(error.path), reason=error.message)
+        warnings.append(f"plugin skipped / 插件已跳过: {error.path}: {error.message}")
+    return list(report.tools), warnings
+
+
+def _authorizer(loaded: LoadedConfig) -> Authorizer | None:
+    rbac = loaded.config.rbac
+    if not rbac.enabled:
+        return None
+    return Authorizer.from_config(rbac, audit=AuditLog(loaded.resolve_path(rbac.audit_log)))

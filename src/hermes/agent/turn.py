@@ -150,7 +150,7 @@ async def _run_guarded(
                 dropped_rounds=built.dropped_rounds,
                 truncated=built.truncated,
             )
-        ending = await _iterate(rt, turn, built.messages, built.tokens)
+        ending = await _iterate(rt, turn, built.messages, built.tokens, stored[0].content)
     except _TurnTimeout:
         await close_pending(rt, turn)
         seconds = rt.settings.turn_timeout
@@ -189,15 +189,16 @@ async def _run_guarded(
 
 
 async def _iterate(
-    rt: Runtime, turn: TurnState, messages: list[dict[str, Any]], tokens: int
+    rt: Runtime, turn: TurnState, messages: list[dict[str, Any]], tokens: int, text: str
 ) -> Ending:
-    specs: list[ToolSpec] = rt.tools.specs()
+    specs: list[ToolSpec] = rt.offer(turn.user_id, text)
     steps = ToolStepState()
     ctx = ToolContext(
         session_id=turn.session_id,
         user_id=turn.user_id,
         trace_id=turn.trace_id,
         workspace=rt.settings.workspace,
+        extras=rt.tool_extras(),
     )
     for iteration in range(1, rt.settings.max_iterations + 1):
         turn.iterations = iteration

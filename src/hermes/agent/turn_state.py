@@ -5,15 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hermes.agent.events import AgentEvent
 from hermes.agent.result import ToolCallRecord, TurnOutcome
-from hermes.models.base import Model
+from hermes.models.base import Model, ToolSpec
 from hermes.session.fsm import ConversationState, StateMachineSpec
 from hermes.session.items import Item, SessionState
 from hermes.session.store import Store
 from hermes.session.summary import Summarizer
+from hermes.tools.permissions import Authorizer
 from hermes.tools.registry import ToolRegistry
+from hermes.tools.toolsets import ToolsetIndex
 
 
 @dataclass(slots=True)
@@ -41,6 +44,35 @@ class Runtime:
     settings: TurnSettings
     #: Tokens the offered tool schemas take in every request (subtracted from the budget).
     tools_tokens: int = 0
+    #: Users → roles → scopes; None or disabled: every tool is open (issue 3 §4).
+    authorizer: Authorizer | None = None
+    #: Picks the relevant toolsets when more than ``toolset_limit`` tools would be offered.
+    toolsets: ToolsetIndex | None = None
+    toolset_limit: int = 20
+    #: What every tool call gets in ``ToolContext.extras`` (http_allow, idempotency_path, …).
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def offer(self, user_id: str | None, message: str) -> list[ToolSpec]:
+        """The tools offered to the model for this message and user (seed 001 §6.3; issue 3
+        §4: tools the user may not use are not offered at all)."""
+        authorizer = (
+            self.authorizer if self.authorizer is not None and self.authorizer.enabled else None
+        )
+        if authorizer is None and (self.toolsets is None or len(self.tools) <= self.toolset_limit):
+            return self.tools.specs()  # the common case: all tools, a cached list
+        tools = list(self.tools)
+        if self.toolsets is not None:
+            allowed = None if authorizer is None else (lambda t: authorizer.allowed(user_id, t))
+            tools = self.toolsets.select(message, self.toolset_limit, allowed=allowed)
+        elif authorizer is not None:
+            tools = authorizer.filter_tools(user_id, tools)
+        return self.tools.specs([t.name for t in tools])
+
+    def tool_extras(self) -> dict[str, Any]:
+        extras = dict(self.extras)
+        if self.authorizer is not None and self.authorizer.enabled:
+            extras["authorizer"] = self.authorizer
+        return extras
 
     @property
     def message_budget(self) -> int:

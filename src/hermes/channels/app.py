@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
+from hermes.channels.output import report_warning
 from hermes.config import LoadedConfig, load_config
 from hermes.errors import ConfigError
 
@@ -89,13 +90,16 @@ def open_agent(
     if loaded is None:
         loaded = loaded_config()
     try:
-        return build_agent(loaded, offline=offline, store=store, log_to_file=log_to_file)
+        agent = build_agent(loaded, offline=offline, store=store, log_to_file=log_to_file)
     except ValueError as exc:
         # The values passed to Agent come from the validated configuration, so a ValueError
         # here is a configuration the schema let through (e.g. an unknown name in
         # tools.builtins): report it as such, with the file, instead of a traceback.
         source = None if loaded.source is None else str(loaded.source)
         raise ConfigError(f"invalid configuration: {exc}", file=source) from exc
+    for warning in agent.startup_warnings:
+        report_warning(warning)
+    return agent
 
 
 def run_async(factory: Callable[[], Awaitable[T]]) -> T:

@@ -58,6 +58,11 @@ def note(text: str, style: str = "dim") -> None:
     err.print(Text(text, style=style))
 
 
+def report_warning(message: str) -> None:
+    """One ``warning: ...`` line on stderr; ``message`` is shown literally."""
+    err.print(Text.assemble(("warning: ", "bold yellow"), message))
+
+
 def report_error(message: str) -> None:
     """One ``error: ...`` sentence on stderr; ``message`` is shown literally."""
     err.print(Text.assemble(("error: ", "bold red"), message))

@@ -57,6 +57,7 @@ tools:
   plugins_dir: null         # a directory of plugin *.py files (@tool functions or TOOL_METADATA)
                             # 插件目录：启动时加载其中的 .py 工具文件；有问题的文件会被跳过并报告
   toolset_limit: 20         # more tools than this: offer only the toolsets relevant to the message
+  http_allow: []            # private/loopback hosts or CIDRs http_request may reach (SSRF guard)
 
 # Users → roles → scopes. Off: tool `permissions` are not enforced and nothing is audited.
 # 权限控制（RBAC）：用户 → 角色 → 权限范围；关闭时不检查工具权限。

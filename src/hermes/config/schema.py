@@ -125,6 +125,9 @@ class ToolsConfig(_Section):
     #: With more tools than this, only the toolsets relevant to the message are offered
     #: (seed 001 §6.3: past ~20 tool schemas, group them and inject them dynamically).
     toolset_limit: int = Field(default=20, ge=1, le=1000)
+    #: Hosts or CIDRs ``http_request`` may reach although they are loopback/private/link-local
+    #: (blocked by default against SSRF), e.g. ``["127.0.0.1", "10.1.0.0/16"]``.
+    http_allow: list[str] = Field(default_factory=list)
 
 
 # A scope is ``segment(:segment)*``, optionally ending in ``:*``; ``*`` alone grants everything.

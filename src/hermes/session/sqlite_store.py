@@ -165,6 +165,19 @@ def _record_from_row(row: Any) -> SessionRecord:
 _CHECKPOINT_EVERY = 500  # row changes between WAL checkpoints (a few MB of WAL)
 
 
+def _set_wal(conn: sqlite3.Connection, busy_timeout: float) -> str:
+    """Switch to WAL, retrying while another process creates the same new database: SQLite
+    does not apply the busy timeout to this pragma, so two first opens could fail at once."""
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
 def _is_busy(exc: sqlite3.Error) -> bool:
     name = getattr(exc, "sqlite_errorname", "") or ""
     return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc)
@@ -259,7 +272,7 @@ class SQLiteStore:
             raise self._error(exc, "open") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000):d}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = _set_wal(conn, self.busy_timeout)
             if mode != "wal" and self.path != ":memory:":
                 # e.g. a network filesystem without shared memory: still correct, but every
                 # write blocks readers, and the fast path meets SQLITE_BUSY far more often.
