@@ -99,8 +99,10 @@ SIGNATURES: dict[str, str] = {
         "context_rounds: 'int' = 12, context_budget_tokens: 'int' = 6000, "
         "max_message_chars: 'int' = 100000, max_unknown_tools: 'int' = 3, "
         "summary_min_backlog: 'int' = 8, workspace: 'str | Path | None' = None, "
-        "summarizer: 'Summarizer | None' = None, states_file: 'str | Path | None' = None) "
-        "-> 'None'"
+        "summarizer: 'Summarizer | None' = None, states_file: 'str | Path | None' = None, "
+        # Added with issue 3 (keyword-only, defaults keep the old behaviour).
+        "authorizer: 'Authorizer | None' = None, toolset_limit: 'int' = 20, "
+        "http_allow: 'Sequence[str]' = ()) -> 'None'"
     ),
     "Agent.run": (
         "(self, text: 'str', *, session_id: 'str | None' = None, "

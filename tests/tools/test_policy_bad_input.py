@@ -146,4 +146,4 @@ async def test_parallel_calls_of_one_response_with_one_key_run_once(tmp_path: Pa
     assert result.reply == "Refunded once."
     assert [c.ok for c in result.tool_calls] == [True, True]
     assert ran == ["A-1"]
-    assert (tmp_path / ".hermes" / "idempotency.db").is_file()
+    assert (tmp_path / "idempotency.db").is_file()  # the Agent keeps it beside its store

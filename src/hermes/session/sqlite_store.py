@@ -33,6 +33,7 @@ from hermes.errors import InvalidIdError, SessionAccessError, StoreError
 from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
 from hermes.session.migrations import apply_migrations
+from hermes.sqlite_support import enable_wal, is_busy
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -165,24 +166,6 @@ def _record_from_row(row: Any) -> SessionRecord:
 _CHECKPOINT_EVERY = 500  # row changes between WAL checkpoints (a few MB of WAL)
 
 
-def _set_wal(conn: sqlite3.Connection, busy_timeout: float) -> str:
-    """Switch to WAL, retrying while another process creates the same new database: SQLite
-    does not apply the busy timeout to this pragma, so two first opens could fail at once."""
-    deadline = time.monotonic() + busy_timeout
-    while True:
-        try:
-            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.01)
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc)
-
-
 def _covers_until(summary: Item) -> int:
     """The last seq a summary folds in; a summary without the mark covers all before it."""
     value = (summary.meta or {}).get("covers_until")
@@ -272,7 +255,7 @@ class SQLiteStore:
             raise self._error(exc, "open") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000):d}")
-            mode = _set_wal(conn, self.busy_timeout)
+            mode = enable_wal(conn, self.busy_timeout)
             if mode != "wal" and self.path != ":memory:":
                 # e.g. a network filesystem without shared memory: still correct, but every
                 # write blocks readers, and the fast path meets SQLITE_BUSY far more often.
@@ -328,7 +311,7 @@ class SQLiteStore:
         name = getattr(exc, "sqlite_errorname", "") or ""
         text = str(exc)
         path = self.path
-        if _is_busy(exc):
+        if is_busy(exc):
             message = f"database is locked (busy for {self.busy_timeout:g} s): {path}"
         elif name.startswith("SQLITE_CANTOPEN"):
             message = f"cannot open the database file {path} (is its directory writable?)"
@@ -383,7 +366,7 @@ class SQLiteStore:
                 try:
                     result = fn(conn, *args, **kwargs)
                 except sqlite3.Error as exc:
-                    if not _is_busy(exc):
+                    if not is_busy(exc):
                         raise self._error(exc, action) from exc
                     # Another process holds the write lock: wait for it on the worker.
                 else:

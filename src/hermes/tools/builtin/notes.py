@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hermes.errors import FieldProblem, ToolArgumentError, ToolExecutionError
+from hermes.sqlite_support import enable_wal
 from hermes.tools.base import ToolContext
 from hermes.tools.decorator import tool
 
@@ -161,7 +162,7 @@ def _connection(path: Path) -> sqlite3.Connection:
     connection = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
     try:
         if connection.execute("PRAGMA user_version").fetchone()[0] != _SCHEMA_VERSION:
-            connection.execute("PRAGMA journal_mode = WAL")
+            enable_wal(connection, _BUSY_TIMEOUT_S)
             connection.executescript(_SCHEMA)
         connection.execute("PRAGMA synchronous = NORMAL")  # durable enough under WAL
     except BaseException:

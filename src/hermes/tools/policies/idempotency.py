@@ -34,6 +34,7 @@ from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from hermes.errors import StoreError
 from hermes.observe import get_logger
+from hermes.sqlite_support import enable_wal, is_busy
 
 __all__ = ["IdempotencyStore", "KeyLocks", "idempotency_key", "new_owner"]
 
@@ -118,11 +119,6 @@ class KeyLocks:
                 slot.users -= 1
                 if slot.users == 0:
                     del self._slots[scoped]
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc)
 
 
 class IdempotencyStore:
@@ -233,7 +229,7 @@ class IdempotencyStore:
                     try:
                         result = fn(conn, *args, **kwargs)
                     except sqlite3.Error as exc:
-                        if not _is_busy(exc):
+                        if not is_busy(exc):
                             raise self._error(exc, action) from exc
                     else:
                         self._after_call(conn)
@@ -288,7 +284,7 @@ class IdempotencyStore:
             raise self._error(exc, "open") from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000):d}")
-            self._enable_wal(conn)
+            enable_wal(conn, self.busy_timeout)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.executescript(_SCHEMA)
             conn.execute("PRAGMA wal_autocheckpoint = 0")  # checkpoints run on the worker
@@ -297,20 +293,6 @@ class IdempotencyStore:
             raise self._error(exc, "open") from exc
         self._conn = conn
         return conn
-
-    def _enable_wal(self, conn: sqlite3.Connection) -> None:
-        # Switching a new file to WAL while another process does the same can fail at once
-        # with SQLITE_BUSY: SQLite does not call the busy handler there. So wait by hand (on
-        # the worker thread), up to the busy timeout.
-        deadline = time.monotonic() + self.busy_timeout
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-                return
-            except sqlite3.OperationalError as exc:
-                if not _is_busy(exc) or time.monotonic() >= deadline:
-                    raise
-            time.sleep(0.005)
 
     def _close_connection(self) -> None:
         with self._lock:
@@ -341,7 +323,7 @@ class IdempotencyStore:
                 logger.warning("idempotency_maintenance_failed", path=self.path, error=str(exc))
 
     def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
-        if _is_busy(exc):
+        if is_busy(exc):
             message = (
                 f"the idempotency database {self.path} is locked (busy for {self.busy_timeout:g} s)"
             )
