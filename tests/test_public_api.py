@@ -119,6 +119,15 @@ SIGNATURES: dict[str, str] = {
         "(self, session_id: 'str', messages: 'Sequence[dict[str, Any]]', *, "
         "user_id: 'str | None' = None) -> 'int'"
     ),
+    # Added with issue 3 §5 (human approval).
+    "Agent.approve": (
+        "(self, approval_id: 'str', *, session_id: 'str', user_id: 'str | None' = None) "
+        "-> 'RunResult'"
+    ),
+    "Agent.reject": (
+        "(self, approval_id: 'str', *, session_id: 'str', user_id: 'str | None' = None) "
+        "-> 'RunResult'"
+    ),
     "hermes.tools.validate_arguments": (
         "(schema: 'dict[str, Any]', args: 'Any') -> 'dict[str, Any]'"
     ),
@@ -146,6 +155,8 @@ CALLABLES: dict[str, Callable[..., Any]] = {
     "Agent.stream": Agent.stream,
     "Agent.handle": Agent.handle,
     "Agent.import_history": Agent.import_history,
+    "Agent.approve": Agent.approve,
+    "Agent.reject": Agent.reject,
     "hermes.tools.validate_arguments": validate_arguments,
     "hermes.models.hermes_format.parse_tool_calls": parse_tool_calls,
     "hermes.testing.call": hermes.testing.call,

@@ -287,7 +287,7 @@ async def test_a_version_1_database_with_sessions_is_upgraded_to_the_current_sch
         assert "sessions_by_user" in names
         assert "sessions_by_activity" not in names
         version = await store._run("test", lambda c: c.execute("PRAGMA user_version").fetchone())
-        assert version[0] == SCHEMA_VERSION == 2
+        assert version[0] == SCHEMA_VERSION == 3
     finally:
         await store.close()
 
@@ -304,3 +304,50 @@ def test_two_processes_creating_the_same_new_database_both_succeed(tmp_path: Pat
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             for future in [pool.submit(open_and_close, path) for _ in range(2)]:
                 future.result()  # raises StoreError if the race is lost
+
+
+# -- pending approvals (migration v3) --------------------------------------------------------
+
+
+async def test_a_pending_approval_round_trips_through_the_state(tmp_path: Path) -> None:
+    from hermes.session.items import SessionState
+
+    path = tmp_path / "hermes.db"
+    approval = {"approval_id": "ap-0123456789", "calls": [{"tool": "shell", "arguments": {}}]}
+    store = SQLiteStore(path)
+    await store.ensure_session(SID, "u1")
+    await store.append(
+        SID, [user("hi")], SessionState("awaiting_confirmation", 5.0, {}, 1, approval)
+    )
+    await store.close()
+    store = SQLiteStore(path)
+    try:
+        record = await store.load_session(SID)
+        assert record is not None
+        assert record.state.approval == approval
+        await store.save_state(SID, SessionState("idle"))
+        record = await store.load_session(SID)
+        assert record is not None
+        assert record.state.approval is None
+    finally:
+        await store.close()
+
+
+async def test_a_version_2_database_gains_the_approval_column(tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    apply_migrations(conn, str(path), MIGRATIONS[:2])
+    conn.execute(
+        "INSERT INTO sessions (session_id, user_id, created_at, last_active) "
+        "VALUES ('session-old-2', 'u1', 1, 1)"
+    )
+    conn.close()
+    store = SQLiteStore(path)
+    try:
+        record = await store.load_session("session-old-2")
+        assert record is not None
+        assert record.state.approval is None
+    finally:
+        await store.close()
+    assert "approval" in _columns(path, "sessions")
+    assert _version(path) == SCHEMA_VERSION == 3

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from hermes.agent.approvals import Decision, PendingApproval
 from hermes.agent.events import AgentEvent, TurnFinished
 from hermes.agent.history import import_chat_history
 from hermes.agent.locks import SessionLocks
@@ -203,15 +204,77 @@ class Agent:
             session_id=result.session_id,
             state=result.state,
             tool_calls=result.to_json_dict()["tool_calls"],
+            approval_id=result.approval_id,  # dropped from meta when None
         )
 
-    async def _turn(self, message: Message, emit: Callable[[AgentEvent], None]) -> RunResult:
+    async def _turn(
+        self,
+        message: Message,
+        emit: Callable[[AgentEvent], None],
+        *,
+        decision: Decision | None = None,
+        approval_id: str | None = None,
+    ) -> RunResult:
         user_id = None if message.user_id is None else validate_user_id(message.user_id)
         raw_session = message.session_id
         session_id = new_session_id() if raw_session is None else validate_session_id(raw_session)
         with log_context(msg_id=message.msg_id, trace_id=message.trace_id, session_id=session_id):
             async with self._locks.hold(session_id):
-                return await run_turn(self._runtime, message, session_id, user_id, emit)
+                if approval_id is not None and await self.store.load_session(session_id) is None:
+                    raise InvalidInputError(
+                        f"no pending approval {approval_id!r}: session {session_id!r} does not "
+                        "exist / 会话不存在",
+                        approval_id=approval_id,
+                    )
+                return await run_turn(
+                    self._runtime,
+                    message,
+                    session_id,
+                    user_id,
+                    emit,
+                    decision=decision,
+                    approval_id=approval_id,
+                )
+
+    # -- approvals (issue 3 §5, seed 004 §4.3) --------------------------------------------------
+    async def approve(
+        self, approval_id: str, *, session_id: str, user_id: str | None = None
+    ) -> RunResult:
+        """Run the call(s) waiting for approval ``approval_id`` and finish the turn with the
+        model, as if the person had answered "yes" (which is recorded as their message).
+
+        Raises ``InvalidInputError`` for an unknown, decided or expired approval and
+        ``SessionAccessError`` when the session belongs to another user.
+        """
+        return await self._decide(approval_id, "approve", session_id, user_id)
+
+    async def reject(
+        self, approval_id: str, *, session_id: str, user_id: str | None = None
+    ) -> RunResult:
+        """Drop the call(s) waiting for approval ``approval_id`` without running them, as if
+        the person had answered "no". Raises like :meth:`approve`."""
+        return await self._decide(approval_id, "reject", session_id, user_id)
+
+    async def _decide(
+        self, approval_id: str, decision: Decision, session_id: str, user_id: str | None
+    ) -> RunResult:
+        if not isinstance(approval_id, str) or not approval_id.strip():
+            raise InvalidInputError("an approval id is required / 缺少确认编号")
+        chinese = await self._approval_language(session_id, approval_id)
+        words = {"approve": ("确认", "yes"), "reject": ("取消", "no")}[decision]
+        message = Message.request(
+            words[0] if chinese else words[1],
+            channel="api",
+            session_id=session_id,
+            user_id=user_id,
+        )
+        return await self._turn(message, _ignore, decision=decision, approval_id=approval_id)
+
+    async def _approval_language(self, session_id: str, approval_id: str) -> bool:
+        """Whether the approval was asked in Chinese (the recorded answer uses that language)."""
+        record = await self.store.load_session(validate_session_id(session_id))
+        pending = None if record is None else PendingApproval.from_data(record.state.approval)
+        return pending is not None and pending.approval_id == approval_id and pending.chinese
 
     # -- history and lifecycle ------------------------------------------------------------------
     def import_history(

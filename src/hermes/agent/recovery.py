@@ -27,6 +27,8 @@ INTERRUPTED = json.dumps(
         },
     }
 )
+#: States in which a turn is running. ``awaiting_confirmation`` is not one: a session waiting
+#: for a person's approval is at rest (its pending approval is in the stored state).
 WORKING_STATES = ("parsing_intent", "executing_tool")
 #: Seconds past the turn timeout after which a session left in a working state is taken to
 #: belong to a dead process (and repaired) rather than to a turn running elsewhere.
@@ -78,6 +80,17 @@ async def recover(rt: Runtime, turn: TurnState) -> None:
         fsm.expire()
         turn.state.scratch.pop("pending", None)
         log.info("state_timeout", state=previous)
+        drop_approval(turn, "approval_expired")
+
+
+def drop_approval(turn: TurnState, event: str) -> None:
+    """Forget the session's pending approval (saved with the turn's next write), logging
+    ``event`` with its id; nothing of it ever runs."""
+    data = turn.state.approval
+    if data is None:
+        return
+    turn.state.approval = None
+    log.info(event, approval_id=data.get("approval_id"), state=turn.fsm.state)
 
 
 async def close_pending(rt: Runtime, turn: TurnState) -> None:

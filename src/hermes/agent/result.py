@@ -39,6 +39,11 @@ class RunResult:
     error: dict[str, str] | None = None
     iterations: int = 0
     model: str = ""
+    #: The id of the approval this turn asked for (state ``awaiting_confirmation``), else None;
+    #: pass it to ``Agent.approve``/``Agent.reject``.
+    approval_id: str | None = None
+    #: The calls waiting for that approval: ``{"tool", "arguments"}`` each.
+    pending_calls: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The public JSON contract of ``hermes run --json`` and ``POST /v1/chat``."""
@@ -53,4 +58,14 @@ class RunResult:
         }
         if self.error is not None:
             data["error"] = self.error
+        if self.approval_id is not None:
+            first = self.pending_calls[0] if self.pending_calls else {}
+            approval: dict[str, Any] = {
+                "id": self.approval_id,
+                "tool": first.get("tool"),
+                "arguments": first.get("arguments"),
+            }
+            if len(self.pending_calls) > 1:
+                approval["calls"] = self.pending_calls
+            data["approval"] = approval
         return data

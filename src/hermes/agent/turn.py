@@ -19,6 +19,19 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes.agent import texts
+from hermes.agent.approvals import (
+    Decision,
+    PendingApproval,
+    ask_text,
+    cancelled_text,
+    classify,
+    correction_note,
+)
+from hermes.agent.approvals_step import (
+    check_requested,
+    current_approval,
+    run_with_proposals,
+)
 from hermes.agent.events import (
     AgentEvent,
     ModelCallFinished,
@@ -27,25 +40,25 @@ from hermes.agent.events import (
     TextDelta,
     TurnStarted,
 )
-from hermes.agent.recovery import abandon, close_pending, recover
+from hermes.agent.recovery import abandon, close_pending, drop_approval, recover
 from hermes.agent.result import RunResult, ToolCallRecord
 from hermes.agent.tools_step import (
     ToolStepState,
     assistant_items,
     assistant_message,
     result_items,
-    run_tool_calls,
 )
 from hermes.agent.turn_state import Ending, Runtime, TurnSettings, TurnState
 from hermes.errors import ModelError
 from hermes.messages import Message
-from hermes.models.base import ModelRequest, ModelResponse, ToolSpec
+from hermes.models.base import ModelRequest, ModelResponse, ToolCall, ToolSpec
 from hermes.observe import get_logger
 from hermes.session.context import build_messages, fit_messages
 from hermes.session.items import ContextSlice, Item
 from hermes.session.summary import fold_backlog
 from hermes.session.tokens import message_tokens
 from hermes.tools.base import ToolContext
+from hermes.tools.executor import APPROVED_CALLS_KEY
 
 __all__ = ["Runtime", "TurnSettings", "run_turn"]
 
@@ -62,8 +75,16 @@ async def run_turn(
     session_id: str,
     user_id: str | None,
     emit: Callable[[AgentEvent], None],
+    *,
+    decision: Decision | None = None,
+    approval_id: str | None = None,
 ) -> RunResult:
-    """Run one turn; the caller holds the session lock and has validated the ids and text."""
+    """Run one turn; the caller holds the session lock and has validated the ids and text.
+
+    With ``approval_id`` (``Agent.approve``/``reject``) the session's pending approval must be
+    that one and still valid, else ``InvalidInputError`` before anything is stored; ``decision``
+    then overrides what the message text says.
+    """
     started = time.perf_counter()
     trace_id = message.trace_id
     record = await rt.store.ensure_session(session_id, user_id)
@@ -76,28 +97,37 @@ async def run_turn(
         record.state,
         emit,
     )
+    if approval_id is not None:
+        check_requested(turn, approval_id)
     turn.fsm.listeners.append(_state_listener(turn))
     turn.deadline = asyncio.get_running_loop().time() + rt.settings.turn_timeout
     emit(TurnStarted(session_id, trace_id, message.msg_id))
     await recover(rt, turn)
+    pending = current_approval(turn)
+    if pending is not None:
+        # Decided now, whatever follows: the approval is dropped with the user's message (a
+        # crash before the calls run leaves them not run, never run twice).
+        decision = decision or classify(message.content)
+        drop_approval(turn, f"approval_{decision}")
     slice_ = await rt.store.context_slice(session_id, max(1, rt.settings.context_rounds - 1))
     turn.fsm.fire("receive_input", text=message.content)
-    user_item = Item(
-        "user",
-        "text",
-        message.content,
-        trace_id=trace_id,
-        meta={"msg_id": message.msg_id, "channel": message.channel},
-    )
+    meta: dict[str, Any] = {"msg_id": message.msg_id, "channel": message.channel}
+    if pending is not None:
+        meta["approval"] = {"id": pending.approval_id, "decision": decision}
+    user_item = Item("user", "text", message.content, trace_id=trace_id, meta=meta)
     # The message is stored before anything can fail: nothing the user said is ever lost.
     stored = await turn.append(rt.store, [user_item])
-    ending = await _run_guarded(rt, turn, slice_, stored)
+    if pending is not None and decision == "reject":
+        ending = Ending(cancelled_text(pending, turn.chinese))
+        turn.fsm.fire("reply")
+    else:
+        ending = await _run_guarded(rt, turn, slice_, stored, pending=pending, decision=decision)
     reply_item = Item(
         "assistant",
         "text",
         ending.reply,
         trace_id=trace_id,
-        meta={"outcome": ending.outcome} if ending.outcome != "ok" else None,
+        meta=_reply_meta(ending, turn),
     )
     (reply_stored,) = await turn.append(rt.store, [reply_item])
     log.info(
@@ -108,6 +138,7 @@ async def run_turn(
         tool_calls=len(turn.records),
         state=turn.fsm.state,
     )
+    asked = turn.proposal if turn.state.approval is not None else None
     return RunResult(
         reply=ending.reply,
         session_id=session_id,
@@ -120,7 +151,20 @@ async def run_turn(
         error=ending.error,
         iterations=turn.iterations,
         model=rt.model.name,
+        approval_id=None if asked is None else asked.approval_id,
+        pending_calls=[]
+        if asked is None
+        else [{"tool": c.tool, "arguments": c.arguments} for c in asked.calls],
     )
+
+
+def _reply_meta(ending: Ending, turn: TurnState) -> dict[str, Any] | None:
+    meta: dict[str, Any] = {}
+    if ending.outcome != "ok":
+        meta["outcome"] = ending.outcome
+    if turn.state.approval is not None and turn.proposal is not None:
+        meta["approval_id"] = turn.proposal.approval_id
+    return meta or None
 
 
 def _state_listener(turn: TurnState) -> Callable[[str, str, str], None]:
@@ -132,9 +176,19 @@ def _state_listener(turn: TurnState) -> Callable[[str, str, str], None]:
 
 
 async def _run_guarded(
-    rt: Runtime, turn: TurnState, slice_: ContextSlice, stored: list[Item]
+    rt: Runtime,
+    turn: TurnState,
+    slice_: ContextSlice,
+    stored: list[Item],
+    *,
+    pending: PendingApproval | None = None,
+    decision: Decision | None = None,
 ) -> Ending:
-    """Context, then model/tool iterations; failures become honest endings."""
+    """Context, then model/tool iterations; failures become honest endings.
+
+    ``pending`` with ``decision`` ``approve``: its calls run first; ``correct``: the model is
+    told, just before the user's message, that they did not run (seed 004 §4.3).
+    """
     try:
         window = await _close_gap(rt, turn, slice_)
         built = build_messages(
@@ -142,6 +196,10 @@ async def _run_guarded(
             system_prompt=rt.settings.instructions,
             budget_tokens=rt.message_budget,
         )
+        if pending is not None and decision == "correct":
+            note = {"role": "system", "content": correction_note(pending)}
+            built.messages.insert(len(built.messages) - 1, note)
+            built.tokens += message_tokens(note)
         turn.state.token_estimate = built.tokens
         if built.repaired or built.dropped_rounds or built.truncated:
             log.info(
@@ -150,7 +208,10 @@ async def _run_guarded(
                 dropped_rounds=built.dropped_rounds,
                 truncated=built.truncated,
             )
-        ending = await _iterate(rt, turn, built.messages, built.tokens, stored[0].content)
+        approved = pending if decision == "approve" else None
+        ending = await _iterate(
+            rt, turn, built.messages, built.tokens, stored[0].content, approved=approved
+        )
     except _TurnTimeout:
         await close_pending(rt, turn)
         seconds = rt.settings.turn_timeout
@@ -181,6 +242,10 @@ async def _run_guarded(
         raise
     if ending.outcome != "ok":
         turn.fsm.fire("fail")
+    elif turn.proposal is not None:
+        turn.state.approval = turn.proposal.to_data()
+        turn.fsm.fire("need_confirmation")
+        log.info("approval_requested", approval_id=turn.proposal.approval_id)
     elif ending.awaiting_slot:
         turn.fsm.fire("missing_slot")
     else:
@@ -189,7 +254,13 @@ async def _run_guarded(
 
 
 async def _iterate(
-    rt: Runtime, turn: TurnState, messages: list[dict[str, Any]], tokens: int, text: str
+    rt: Runtime,
+    turn: TurnState,
+    messages: list[dict[str, Any]],
+    tokens: int,
+    text: str,
+    *,
+    approved: PendingApproval | None = None,
 ) -> Ending:
     specs: list[ToolSpec] = rt.offer(turn.user_id, text)
     steps = ToolStepState()
@@ -200,6 +271,23 @@ async def _iterate(
         workspace=rt.settings.workspace,
         extras=rt.tool_extras(),
     )
+    if approved is not None:
+        # The person said yes: run the calls now, as new calls with fresh ids (each paired
+        # with its result in the log), then let the model see the results.
+        response = _approved_response(approved)
+        ids = frozenset(tc.id for tc in response.tool_calls)
+        approved_ctx = ToolContext(
+            session_id=ctx.session_id,
+            user_id=ctx.user_id,
+            trace_id=ctx.trace_id,
+            workspace=ctx.workspace,
+            extras={**ctx.extras, APPROVED_CALLS_KEY: ids},
+        )
+        added = await _tool_step(
+            rt, turn, response, messages=messages, steps=steps, ctx=approved_ctx, approved=True
+        )
+        tokens += sum(message_tokens(m) for m in added)
+        tokens, _ = fit_messages(messages, tokens, rt.message_budget)
     for iteration in range(1, rt.settings.max_iterations + 1):
         turn.iterations = iteration
         response = await _call_model(rt, turn, messages, specs, iteration)
@@ -207,6 +295,8 @@ async def _iterate(
             reply = response.content or texts.say("empty_reply", turn.chinese)
             return Ending(reply, awaiting_slot=bool(response.meta.get("awaiting_slot")))
         added = await _tool_step(rt, turn, response, messages=messages, steps=steps, ctx=ctx)
+        if turn.proposal is not None:
+            return Ending(ask_text(turn.proposal, rt.tools, turn.chinese))
         # This turn's own calls and results count against the budget too (seed 001 §2.2).
         tokens += sum(message_tokens(m) for m in added)
         tokens, shortened = fit_messages(messages, tokens, rt.message_budget)
@@ -278,22 +368,20 @@ async def _tool_step(
     messages: list[dict[str, Any]],
     steps: ToolStepState,
     ctx: ToolContext,
+    approved: bool = False,
 ) -> list[dict[str, Any]]:
-    """Store the calls, run them, store their results; returns the messages it added."""
+    """Store the calls, run them, store their results; returns the messages it added.
+
+    Calls that need a person's approval are not run (unless ``approved``): they get an
+    ``approval_pending`` result and ``turn.proposal`` holds them.
+    """
     calls = response.tool_calls
     turn.fsm.fire("call_tools")
     await turn.append(rt.store, assistant_items(response, turn.trace_id))
     turn.pending_calls = [(tc.id, tc.name) for tc in calls]
     call_message = assistant_message(response)
     messages.append(call_message)
-    results, timed_out = await run_tool_calls(
-        rt.tools,
-        calls,
-        ctx,
-        turn.emit,
-        max_output_chars=rt.settings.max_output_chars,
-        deadline=turn.deadline,
-    )
+    results, timed_out = await run_with_proposals(rt, turn, calls, ctx, approved=approved)
     items, tool_messages = result_items(
         calls, results, steps, turn.trace_id, rt.settings.max_output_chars
     )
@@ -353,3 +441,16 @@ async def _close_gap(rt: Runtime, turn: TurnState, slice_: ContextSlice) -> Cont
     )
     window = [i for i in unfolded if i.kind != "summary"] + slice_.window
     return ContextSlice(slice_.sticky, slice_.summary, window)
+
+
+def _approved_response(approved: PendingApproval) -> ModelResponse:
+    """The approved calls as a response to record and run (fresh ids: the proposed calls
+    already have their ``approval_pending`` results)."""
+    return ModelResponse(
+        tool_calls=[
+            ToolCall(f"call_{approved.approval_id}_{n}", c.tool, dict(c.arguments))
+            for n, c in enumerate(approved.calls, 1)
+        ],
+        finish_reason="tool_calls",
+        model_name="approval",
+    )

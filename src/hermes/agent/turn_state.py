@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes.agent.approvals import PendingApproval
 from hermes.agent.events import AgentEvent
 from hermes.agent.result import ToolCallRecord, TurnOutcome
 from hermes.models.base import Model, ToolSpec
@@ -95,11 +96,17 @@ class TurnState:
     deadline: float = 0.0
     #: (id, tool name) of calls whose tool_call items are stored but whose results are not.
     pending_calls: list[tuple[str, str]] = field(default_factory=list)
+    #: The calls this turn proposed for a person's approval (asked at the end of the turn).
+    proposal: PendingApproval | None = None
 
     def snapshot(self) -> SessionState:
         """A copy of the state to store (the scratch dict keeps changing during the turn)."""
         return SessionState(
-            self.fsm.state, self.fsm.entered_at, dict(self.state.scratch), self.state.token_estimate
+            self.fsm.state,
+            self.fsm.entered_at,
+            dict(self.state.scratch),
+            self.state.token_estimate,
+            self.state.approval,
         )
 
     async def append(self, store: Store, items: list[Item]) -> list[Item]:

@@ -47,6 +47,9 @@ class SessionState:
     state_entered_at: float = 0.0
     scratch: dict[str, Any] = field(default_factory=dict)
     token_estimate: int = 0
+    #: The tool call(s) waiting for a person's approval (JSON data, see
+    #: ``hermes.agent.approvals.PendingApproval``), or None (seed 004 §4.3).
+    approval: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

@@ -67,7 +67,12 @@ _V2: Migration = (
     "CREATE INDEX sessions_by_user ON sessions (user_id)",
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2)
+# v3: the pending approval of a session (issue 3 §5, seed 004 §4.3): the tool call(s) waiting
+# for a person's yes or no, as JSON, NULL when nothing waits. Its own column rather than a key
+# of ``scratch``, so an operator can find waiting sessions with one query.
+_V3: Migration = ("ALTER TABLE sessions ADD COLUMN approval TEXT",)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

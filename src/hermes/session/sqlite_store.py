@@ -42,7 +42,7 @@ DEFAULT_DB_PATH = Path(".hermes") / "hermes.db"
 
 _SESSION_COLUMNS = (
     "session_id, user_id, title, created_at, last_active, item_count, last_seq, "
-    "fsm_state, state_entered_at, scratch, token_estimate"
+    "fsm_state, state_entered_at, scratch, token_estimate, approval"
 )
 _ITEM_COLUMNS = (
     "seq, role, kind, content, tool_call_id, tool_name, sticky, trace_id, meta, created_at"
@@ -58,7 +58,7 @@ _RESERVE_SEQS = (
 )
 _RESERVE_SEQS_WITH_STATE = (
     "UPDATE sessions SET last_seq = last_seq + ?, item_count = item_count + ?, last_active = ?, "
-    "fsm_state = ?, state_entered_at = ?, scratch = ?, token_estimate = ? "
+    "fsm_state = ?, state_entered_at = ?, scratch = ?, token_estimate = ?, approval = ? "
     "WHERE session_id = ? RETURNING last_seq"
 )
 
@@ -124,7 +124,8 @@ def _item_values(item: Item) -> tuple[Any, ...]:
 
 def _state_values(state: SessionState) -> tuple[Any, ...]:
     scratch = _dump_json(state.scratch, "session state scratch")
-    return (state.fsm_state, state.state_entered_at, scratch, state.token_estimate)
+    approval = None if state.approval is None else _dump_json(state.approval, "pending approval")
+    return (state.fsm_state, state.state_entered_at, scratch, state.token_estimate, approval)
 
 
 def _item_from_row(row: Any) -> Item:
@@ -144,8 +145,9 @@ def _item_from_row(row: Any) -> Item:
 
 
 def _record_from_row(row: Any) -> SessionRecord:
-    sid, uid, title, created, active, count, last_seq, fsm, entered, scratch, tokens = row
+    sid, uid, title, created, active, count, last_seq, fsm, entered, scratch, tokens, pending = row
     loaded = _load_json(scratch, "session scratch")
+    approval = None if pending is None else _load_json(pending, "pending approval")
     return SessionRecord(
         session_id=sid,
         user_id=uid,
@@ -159,6 +161,7 @@ def _record_from_row(row: Any) -> SessionRecord:
             state_entered_at=entered,
             scratch=loaded if isinstance(loaded, dict) else {},
             token_estimate=tokens,
+            approval=approval if isinstance(approval, dict) else None,
         ),
     )
 
