@@ -529,3 +529,37 @@ def test_no_path_reads_outside(ws: Path, outside: Path, pieces: list[str], absol
     except (ToolArgumentError, FileToolError):
         return
     assert SECRET not in out["content"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "hermes.yaml",
+        ".env",
+        ".git/hooks/pre-commit",
+        ".venv/lib/python3.11/site-packages/evil.pth",
+        "lib/site-packages/x.py",
+        "evil.pth",
+        "sub/.git/config",
+    ],
+)
+def test_configuration_secrets_and_code_are_protected(tmp_path: Path, path: str) -> None:
+    """A model able to write these could lift every other guard (RBAC, approvals, sandbox)."""
+    from hermes.tools.builtin.files import write_file
+
+    ctx = ToolContext(workspace=tmp_path)
+    with pytest.raises(ToolArgumentError, match="protected"):
+        write_file(path, "x", ctx=ctx)
+
+
+def test_paths_the_runtime_protects_are_refused(tmp_path: Path) -> None:
+    from hermes.tools.builtin.files import read_file, write_file
+
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "tool.py").write_text("print('hi')\n", encoding="utf-8")
+    ctx = ToolContext(workspace=tmp_path, extras={"protected_paths": [str(plugins)]})
+    with pytest.raises(ToolArgumentError, match="protected"):
+        write_file("plugins/new_tool.py", "import os", ctx=ctx)
+    with pytest.raises(ToolArgumentError, match="protected"):
+        read_file("plugins/tool.py", ctx=ctx)

@@ -101,7 +101,8 @@ async def test_a_tool_that_never_returns_times_out_then_its_circuit_opens(
     for _ in range(2):
         result = await call(registry, state, tmp_path, "hangs", {})
         assert result.error is not None
-        assert (result.error.type, result.attempts) == ("timeout", 2)
+        # A sync tool's timed-out thread cannot be stopped: no second attempt beside it.
+        assert (result.error.type, result.attempts) == ("timeout", 1)
     refused = await call(registry, state, tmp_path, "hangs", {})
     assert refused.error is not None
     assert refused.error.type == "service_unavailable"

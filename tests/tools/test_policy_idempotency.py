@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -193,7 +194,11 @@ async def test_two_processes_creating_the_file_at_once_both_succeed(tmp_path: Pa
         await two.close()
 
 
-async def test_a_cancelled_call_frees_its_key(orders: Orders, db: Path) -> None:
+async def test_a_call_cancelled_while_running_is_never_run_again_blindly(
+    orders: Orders, db: Path
+) -> None:
+    """Cancelled mid-run, the refund may or may not have happened: the key must not run again
+    (it could pay twice); later calls say the outcome is unknown."""
     registry, state = orders.registry(), PolicyState()
     orders.delay = 5
     task = asyncio.create_task(refund(registry, state, db))
@@ -202,10 +207,40 @@ async def test_a_cancelled_call_frees_its_key(orders: Orders, db: Path) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     orders.delay = 0
-    # The release runs on the store's worker; until it lands, the next caller waits on the
-    # claim (it never runs alongside it), then runs once the key is free.
+    await asyncio.sleep(0.05)  # the "unknown" record lands on the store's worker
     result = await refund(registry, state, db)
-    assert (result.ok, result.cached) == (True, False)
+    assert result.ok is False
+    assert result.error is not None
+    assert result.error.type == "outcome_unknown"
+    assert orders.refunds == []  # the second call did not run the refund
+    await state.close()
+
+
+async def test_a_call_that_timed_out_is_never_run_again_blindly(tmp_path: Path) -> None:
+    from hermes.tools import ToolRegistry, tool
+
+    started: list[str] = []
+
+    @tool(idempotency_key=("order",), timeout=0.2)
+    def pay(order: str) -> str:
+        """Pays, slowly (sync: its thread cannot be stopped)."""
+        started.append(order)
+        time.sleep(0.5)
+        return "paid"
+
+    registry, state = ToolRegistry([pay]), PolicyState()
+    ctx = ToolContext(
+        call_id="c",
+        workspace=tmp_path,
+        extras={"policy_state": state, "idempotency_path": str(tmp_path / "i.db")},
+    )
+    first = await execute_tool_call(registry, ToolCall("c1", "pay", {"order": "o1"}), ctx)
+    second = await execute_tool_call(registry, ToolCall("c2", "pay", {"order": "o1"}), ctx)
+    assert first.error is not None
+    assert first.error.type == "timeout"
+    assert second.error is not None
+    assert second.error.type == "outcome_unknown"
+    assert started == ["o1"]
     await state.close()
 
 

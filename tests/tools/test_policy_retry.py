@@ -283,3 +283,14 @@ async def test_each_retry_is_logged(tmp_path: Path) -> None:
     assert [line["attempt"] for line in retries] == [1, 2]
     assert {line["error_type"] for line in retries} == {"ConnectionResetError"}
     assert all(0 <= line["wait_s"] <= 0.002 for line in retries)
+
+
+def test_the_real_http_client_transport_errors_are_retried() -> None:
+    """http_request and the openai SDK raise httpx2's errors: they must count as network ones."""
+    import httpx2
+
+    from hermes.tools.policies.retry import is_retryable
+
+    assert is_retryable(httpx2.ConnectError("refused"))
+    assert is_retryable(httpx2.ReadTimeout("slow"))
+    assert not is_retryable(httpx2.InvalidURL("nope"))

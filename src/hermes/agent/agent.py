@@ -124,6 +124,9 @@ class Agent:
         if len(self.tools) > toolset_limit:
             runtime.toolsets = ToolsetIndex(list(self.tools))
         runtime.extras = _tool_extras(self.store, http_allow)
+        #: What every tool call finds in ``ToolContext.extras`` (``http_allow``,
+        #: ``idempotency_path``, ``protected_paths``…); extend it before the first turn.
+        self.tool_extras = runtime.extras
         self._locks = SessionLocks()
         #: Problems met while building the agent that did not stop it (a skipped plugin file).
         self.startup_warnings: list[str] = []

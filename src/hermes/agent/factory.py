@@ -95,7 +95,15 @@ def build_agent(
         http_allow=tc.http_allow,
     )
     agent.startup_warnings = warnings
+    # File tools must never rewrite what configures or extends Hermes (issue 3 review).
+    protected = [loaded.source, _plugins_path(loaded)]
+    agent.tool_extras["protected_paths"] = [str(p) for p in protected if p is not None]
     return agent
+
+
+def _plugins_path(loaded: LoadedConfig) -> Path | None:
+    directory = loaded.config.tools.plugins_dir
+    return None if directory is None else loaded.resolve_path(directory)
 
 
 def _plugins(loaded: LoadedConfig) -> tuple[list[Tool], list[str]]:

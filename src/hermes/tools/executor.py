@@ -33,6 +33,7 @@ ms of each step it went through; with DEBUG off nothing is timed beyond ``durati
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import inspect
 import json
@@ -63,7 +64,7 @@ from hermes.tools.policies import (
 from hermes.tools.policies.breaker import CircuitBreaker, Ticket
 from hermes.tools.policies.cache import CachedResult
 from hermes.tools.policies.idempotency import IdempotencyStore, new_owner
-from hermes.tools.policies.retry import Attempts, call_with_retry
+from hermes.tools.policies.retry import Attempts, RetryPolicy, call_with_retry
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.threads import TOOL_THREADS
 from hermes.tools.validation import validate_arguments
@@ -275,8 +276,12 @@ async def _idempotent(run: _Call) -> ToolResult:
             return _replayed(tool, stored, run.start)
         try:
             result = await _cached(run)
-        except BaseException:  # cancelled: free the key for the next caller
-            store.release_soon(tool.name, key, owner=owner)
+        except BaseException:
+            # Cancelled while the tool may be running or may have had its effect: whether it
+            # happened is unknown, so the key must not simply run again (it could pay twice).
+            store.complete_soon(
+                tool.name, key, owner=owner, result_json=_UNKNOWN_OUTCOME, ttl=tool.idempotency_ttl
+            )
             raise
         await _settle(store, tool, key, owner, result)
         run.mark("idempotency_store")
@@ -287,11 +292,15 @@ async def _settle(
     store: IdempotencyStore, tool: Tool, key: str, owner: str, result: ToolResult
 ) -> None:
     try:
-        if result.ok:
-            payload = json.dumps(
-                {"output": result.output, "summary": result.summary},
-                ensure_ascii=False,
-                default=str,
+        if result.ok or _outcome_unknown(result):
+            payload = (
+                json.dumps(
+                    {"output": result.output, "summary": result.summary},
+                    ensure_ascii=False,
+                    default=str,
+                )
+                if result.ok
+                else _UNKNOWN_OUTCOME
             )
             kept = await store.complete(
                 tool.name, key, owner=owner, result_json=payload, ttl=tool.idempotency_ttl
@@ -299,6 +308,8 @@ async def _settle(
             if not kept:
                 logger.warning("idempotency_claim_lost", tool=tool.name)
         else:
+            # It failed before doing anything (it raised, or was refused): the next call with
+            # this key may try again.
             await store.release(tool.name, key, owner=owner)
     except StoreError as exc:
         # The call did run: its real result still goes back (the model must know what
@@ -313,6 +324,19 @@ def _idempotency_path(ctx: ToolContext) -> str | os.PathLike[str]:
     return os.path.join(ctx.workspace, ".hermes", "idempotency.db")
 
 
+def _retry_policy_for(tool: Tool) -> RetryPolicy:
+    """The tool's retry policy; a sync tool outside the sandbox never retries a timeout: its
+    timed-out thread cannot be stopped, so a new attempt would run beside the old one."""
+    policy = tool.retry
+    assert policy is not None
+    if tool.is_async or tool.sandbox == "process":
+        return policy
+    retry_on = policy.retry_on
+    return dataclasses.replace(
+        policy, retry_on=lambda exc: not isinstance(exc, ToolTimeoutError) and retry_on(exc)
+    )
+
+
 def _lease(tool: Tool) -> float:
     """How long a claim must survive: every attempt timing out, plus every backoff wait."""
     retry = tool.retry
@@ -322,9 +346,25 @@ def _lease(tool: Tool) -> float:
     return attempts * per_attempt + waits + _LEASE_MARGIN_S
 
 
+#: Stored for a key whose call timed out or was cancelled while running: its effect is unknown.
+_UNKNOWN_OUTCOME = json.dumps({"outcome_unknown": True})
+_UNKNOWN_ERRORS = frozenset({"timeout", "sandbox_timeout"})
+
+
+def _outcome_unknown(result: ToolResult) -> bool:
+    return result.error is not None and result.error.type in _UNKNOWN_ERRORS and result.attempts > 0
+
+
 def _replayed(tool: Tool, stored: str, start: float) -> ToolResult:
     try:
         data = json.loads(stored)
+        if data.get("outcome_unknown"):
+            message = (
+                f"an earlier call of {tool.name!r} with the same idempotency key timed out or was "
+                "interrupted while running, so whether it took effect is unknown; it is not run "
+                "again — check its effect first"
+            )
+            return _refused("outcome_unknown", message, start)
         output, summary = data["output"], data.get("summary")
     except (ValueError, KeyError, TypeError):
         message = f"the stored result of tool {tool.name!r} for this idempotency key is unreadable"
@@ -349,7 +389,8 @@ async def _cached(run: _Call) -> ToolResult:
     ttl = run.tool.cache_ttl
     if ttl is None:
         return await _guarded(run)
-    key = (run.tool.name, run.ctx.user_id or "", run.arguments_json())
+    # The function's identity too: two agents in one process may each have a tool of this name.
+    key = (run.tool.name, id(run.tool.fn), run.ctx.user_id or "", run.arguments_json())
     hit: CachedResult | None = run.state.cache.get(key)
     run.mark("cache")
     if hit is not None:
@@ -387,7 +428,7 @@ async def _guarded(run: _Call) -> ToolResult:
         else:
             counter = Attempts()
             raw = await call_with_retry(
-                tool.retry, lambda: _attempt(tool, arguments), counter, tool=tool.name
+                _retry_policy_for(tool), lambda: _attempt(tool, arguments), counter, tool=tool.name
             )
     except Exception as exc:  # noqa: BLE001 - any tool failure becomes data for the model
         if breaker is not None:

@@ -110,7 +110,7 @@ def _workspace(ctx: ToolContext) -> Iterator[tuple[Path, int]]:
         os.close(fd)
 
 
-def _locate(root: Path, path: str) -> tuple[str, ...]:
+def _locate(root: Path, path: str, ctx: ToolContext) -> tuple[str, ...]:
     """``path`` as components relative to ``root``, with every existing symlink resolved;
     refuses anything that ends up outside. Existence is not checked here: the open that
     follows reports a missing file, so a path outside never reveals whether it exists."""
@@ -137,7 +137,30 @@ def _locate(root: Path, path: str) -> tuple[str, ...]:
             f"{RESERVED_DIR}/ holds Hermes' own data and is not accessible",
             f"{RESERVED_DIR}/ 是 Hermes 的内部数据目录，不可访问",
         )
+    _refuse_protected(parts, resolved, ctx)
     return parts
+
+
+#: Files and folders no file tool touches, wherever the workspace is: Hermes' configuration
+#: and secrets, and places whose content runs as code (a model that could write there could
+#: lift every other guard: RBAC, approvals, the sandbox).
+_PROTECTED_TOP = frozenset({"hermes.yaml", "hermes.yml", ".env", ".git", ".venv", "venv"})
+_PROTECTED_ANYWHERE = frozenset({".git", "site-packages", "dist-packages"})
+
+
+def _refuse_protected(parts: tuple[str, ...], resolved: Path, ctx: ToolContext) -> None:
+    extra = ctx.extras.get("protected_paths") or ()
+    hit = (
+        (parts and parts[0] in _PROTECTED_TOP)
+        or any(part in _PROTECTED_ANYWHERE or part.endswith(".pth") for part in parts)
+        or any(resolved == Path(p) or resolved.is_relative_to(Path(p)) for p in extra)
+    )
+    if hit:
+        raise _bad_path(
+            "path is protected: Hermes' configuration, secrets and code (hermes.yaml, .env, "
+            ".git, virtual environments, plugin files) are not accessible to file tools",
+            "该路径受保护：配置、密钥与代码文件不允许通过文件工具访问",
+        )
 
 
 def _open_dir(root_fd: int, parts: tuple[str, ...], *, create: bool = False) -> int:
@@ -284,7 +307,7 @@ def read_file(
         offset: Byte offset to start reading at (0 = the beginning).
     """
     with _workspace(ctx) as (root, root_fd):
-        parts = _locate(root, path)
+        parts = _locate(root, path, ctx)
         display = _display(parts)
         if not parts:
             raise FileToolError("not_a_file", "the workspace itself is a directory", "这是一个目录")
@@ -358,7 +381,7 @@ def write_file(path: str, content: str, *, ctx: ToolContext) -> dict[str, Any]:
             "content",
         )
     with _workspace(ctx) as (root, root_fd):
-        parts = _locate(root, path)
+        parts = _locate(root, path, ctx)
         display = _display(parts)
         if not parts:
             raise _bad_path("path names the workspace itself, not a file", "路径不是文件")
@@ -424,7 +447,7 @@ def list_files(path: str = ".", *, ctx: ToolContext) -> dict[str, Any]:
         path: The directory, relative to the workspace; "." (the default) is the workspace.
     """
     with _workspace(ctx) as (root, root_fd):
-        parts = _locate(root, path or ".")
+        parts = _locate(root, path or ".", ctx)
         display = _display(parts)
         with _os_errors(display):
             dir_fd = _open_dir(root_fd, parts)
@@ -549,7 +572,7 @@ def search_files(query: str, path: str = ".", *, ctx: ToolContext) -> dict[str, 
         )
     search = _Search(query)
     with _workspace(ctx) as (root, root_fd):
-        parts = _locate(root, path or ".")
+        parts = _locate(root, path or ".", ctx)
         display = _display(parts)
         with _os_errors(display):
             _search_under(root_fd, parts, search)

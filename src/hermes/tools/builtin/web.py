@@ -91,8 +91,8 @@ _RESERVED_HEADERS = frozenset(
         "proxy-connection",
     }
 )
-#: Headers dropped when a redirect leaves the original origin (they are for that server only).
-_CREDENTIAL_HEADERS = frozenset({"authorization", "cookie"})
+#: The only caller headers kept when a redirect leaves the original origin.
+_PORTABLE_HEADERS = frozenset({"accept", "accept-language", "user-agent"})
 #: Response headers the result shows (never Set-Cookie: the model does not need session keys).
 _SHOWN_HEADERS = (
     "content-type",
@@ -614,7 +614,15 @@ async def _follow(
                 method, content = ("HEAD" if method == "HEAD" else "GET"), None
                 headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
             if (next_url.scheme, next_url.host, next_url.port) != (url.scheme, url.host, url.port):
-                headers = {k: v for k, v in headers.items() if k.lower() not in _CREDENTIAL_HEADERS}
+                # Another origin gets none of the caller's headers (an X-Api-Key is as secret
+                # as an Authorization) and no body: they were meant for the first server only.
+                headers = {k: v for k, v in headers.items() if k.lower() in _PORTABLE_HEADERS}
+                content = None if method in ("GET", "HEAD") else content
+                if content is not None:
+                    raise TooManyRedirectsError(
+                        "refusing to resend a request body to another origin after a redirect "
+                        "(重定向到其他站点时不会重发请求体)"
+                    )
             url = next_url
     raise TooManyRedirectsError(f"more than {MAX_REDIRECTS} redirects (重定向次数过多)")
 

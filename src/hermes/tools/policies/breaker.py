@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from hermes.errors import ToolArgumentError
+from hermes.errors import HermesError, ToolArgumentError, ToolTimeoutError
 from hermes.observe import get_logger
 from hermes.tools.policies.retry import status_code_of
 
@@ -73,6 +73,10 @@ def counts_as_failure(exc: BaseException) -> bool:
     if isinstance(exc, ToolArgumentError):
         return False
     status = status_code_of(exc)
+    if status is None and isinstance(exc, HermesError) and not isinstance(exc, ToolTimeoutError):
+        # A Hermes error says what kind of failure it is: a 4xx (not found, blocked, denied…)
+        # is about this request, not the tool's health, and must not open the breaker for all.
+        status = exc.status
     return status is None or status == 429 or not 400 <= status <= 499
 
 

@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 
 __all__ = ["CacheKey", "CachedResult", "ResultCache", "canonical_json"]
 
-#: (tool name, user id or "", canonical JSON of the arguments)
-CacheKey = tuple[str, str, str]
+#: (tool name, id of its function, user id or "", canonical JSON of the arguments)
+CacheKey = tuple[str, int, str, str]
 
 
 def canonical_json(value: Any) -> str:

@@ -181,6 +181,32 @@ class IdempotencyStore:
         """Give up a claim (the call failed): the next caller with this key runs it."""
         await self._run("release", _release, tool, key, owner)
 
+    def complete_soon(
+        self, tool: str, key: str, *, owner: str, result_json: str, ttl: float
+    ) -> None:
+        """:meth:`complete` without awaiting (from a cancelled task); failures are logged."""
+        expires_at = self.clock() + ttl
+        try:
+            future = self._submit(
+                "complete",
+                _complete,
+                tool,
+                key,
+                owner=owner,
+                result=result_json,
+                expires_at=expires_at,
+            )
+        except StoreError as exc:
+            logger.error("idempotency_record_failed", tool=tool, error=exc.message)
+            return
+
+        def report(done: Future[bool]) -> None:
+            error = done.exception()
+            if error is not None:
+                logger.error("idempotency_record_failed", tool=tool, error=str(error))
+
+        future.add_done_callback(report)
+
     def release_soon(self, tool: str, key: str, *, owner: str) -> None:
         """:meth:`release` without awaiting (from a cancelled task); failures are logged."""
         try:

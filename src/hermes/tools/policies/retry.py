@@ -88,12 +88,16 @@ def is_retryable(exc: BaseException) -> bool:
 
 
 def _is_httpx_transport_error(exc: BaseException) -> bool:
-    # Lazy by construction: if nothing imported httpx, no exception can come from it.
-    httpx = sys.modules.get("httpx")
-    if httpx is None:
-        return False
-    kinds = tuple(k for k in (getattr(httpx, n, None) for n in _HTTPX_RETRYABLE) if k)
-    return bool(kinds) and isinstance(exc, kinds)
+    # Lazy by construction: if nothing imported the client, no exception can come from it.
+    # httpx2 is what the openai SDK and http_request use; httpx for tools that bring their own.
+    for module_name in ("httpx2", "httpx"):
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        kinds = tuple(k for k in (getattr(module, n, None) for n in _HTTPX_RETRYABLE) if k)
+        if kinds and isinstance(exc, kinds):
+            return True
+    return False
 
 
 def _attribute(obj: Any, name: str) -> Any:
