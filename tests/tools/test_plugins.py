@@ -535,3 +535,32 @@ async def test_a_sandboxed_plugin_function_is_imported_by_name_in_the_child(writ
     assert result.ok, result.error
     assert result.output["n"] == 2
     assert result.output["pid"] != os.getpid()
+
+
+def test_a_metadata_retry_policy_stops_at_the_tools_timeout() -> None:
+    """Past its timeout a sync call is abandoned on its thread: it must not go on retrying."""
+    import time as _time
+
+    from hermes.tools.plugins import metadata_tool
+
+    runs: list[float] = []
+
+    def execute(data: dict[str, object]) -> str:
+        runs.append(_time.monotonic())
+        raise ConnectionError("down")
+
+    made = metadata_tool(
+        {
+            "name": "flaky_meta",
+            "description": "Always fails.",
+            "input_schema": {"type": "object", "properties": {}},
+            "execute": execute,
+            "retry_policy": lambda attempt, error: True,
+            "timeout": 0.25,
+        }
+    )
+    started = _time.monotonic()
+    with pytest.raises(ConnectionError):
+        made.fn()
+    assert _time.monotonic() - started < 0.5
+    assert len(runs) < 5  # the budget, not _MAX_ATTEMPTS, ended it

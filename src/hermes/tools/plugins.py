@@ -332,6 +332,7 @@ def metadata_tool(metadata: Any) -> Tool:
         validator=metadata.get("validator"),
         parser=None if parser_option else parser,
         retry_policy=metadata.get("retry_policy"),
+        budget_s=float(options.get("timeout", 10.0)),
     )
     output = metadata.get("output_schema")
     return make_tool(
@@ -408,7 +409,7 @@ class _MetadataCall:
     the plugin's retry policy) → parser. A module-level class, so it pickles by reference to
     the plugin's own functions."""
 
-    __slots__ = ("execute", "model", "parser", "retry_policy", "validator")
+    __slots__ = ("budget_s", "execute", "model", "parser", "retry_policy", "validator")
 
     def __init__(
         self,
@@ -418,7 +419,11 @@ class _MetadataCall:
         validator: Callable[[dict[str, Any]], Any] | None,
         parser: Callable[[Any], Any] | None,
         retry_policy: Callable[[int, Exception], Any] | None,
+        budget_s: float = 10.0,
     ) -> None:
+        #: The tool's timeout: no retry starts past it. A sync call abandoned at its timeout
+        #: keeps running on its thread, and must not go on retrying side effects there.
+        self.budget_s = budget_s
         self.execute = execute
         self.model = model
         self.validator = validator
@@ -427,6 +432,7 @@ class _MetadataCall:
 
     def __call__(self, **arguments: Any) -> Any:
         data = self._input(arguments)
+        deadline = time.monotonic() + self.budget_s
         attempt = 0
         while True:
             attempt += 1
@@ -436,7 +442,7 @@ class _MetadataCall:
                 raise
             except Exception as exc:
                 pause = self._retry_pause(attempt, exc)
-                if pause is None:
+                if pause is None or time.monotonic() + pause >= deadline:
                     raise
                 time.sleep(pause)  # a worker thread: the executor runs sync tools off the loop
                 continue
