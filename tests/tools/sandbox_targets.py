@@ -131,3 +131,103 @@ def spawn_escapee() -> int:
     """Start a process in its own session (out of the sandbox's group) that keeps the
     inherited stderr pipe open for a few seconds."""
     return subprocess.Popen(["sleep", "5"], start_new_session=True).pid
+
+
+def home_and_cwd() -> dict[str, Any]:
+    import tempfile
+
+    home = os.environ["HOME"]
+    return {
+        "home": home,
+        "home_entries": sorted(os.listdir(home)),
+        "tmpdir": os.environ["TMPDIR"],
+        "gettempdir": tempfile.gettempdir(),
+        "cwd": os.getcwd(),
+    }
+
+
+def working_directory(ctx: Any) -> dict[str, str]:
+    return {"cwd": os.getcwd(), "workspace": str(ctx.workspace)}
+
+
+def fill_home_then(ending: str, report: str) -> None:
+    """Write into HOME, record where HOME is, then crash (``"crash"``) or hang (``"hang"``)."""
+    home = Path(os.environ["HOME"])
+    (home / "notes.txt").write_text("left behind?")
+    (home / "tmp" / "scratch").write_bytes(b"\0" * 1024)
+    Path(report).write_text(str(home))
+    if ending == "crash":
+        os._exit(3)
+    time.sleep(3600)
+
+
+def fork_loop(cap: int, report: str = "") -> dict[str, Any]:
+    """Fork sleeping children until fork fails or ``cap`` is reached (a bound for the host's
+    sake when no process limit applies); then hang until the wall clock ends the call.
+
+    Records its process group in ``report`` (if given) first. Returns (only when fork failed)
+    how many children it made and the process group.
+    """
+    if report:
+        Path(report).write_text(str(os.getpgrp()))
+    forked = 0
+    while forked < cap:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            return {"forked": forked, "error": type(exc).__name__, "pgid": os.getpgrp()}
+        if pid == 0:  # a child: never return into the sandbox's own code
+            time.sleep(60)
+            os._exit(0)
+        forked += 1
+    time.sleep(3600)
+    return {"forked": forked, "error": None, "pgid": os.getpgrp()}
+
+
+class _StatusError(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status_code = status
+
+
+def _exception(kind: str) -> BaseException:
+    import errno
+    import socket
+
+    from hermes.errors import ModelError, ToolTimeoutError
+
+    made: dict[str, BaseException] = {
+        "connection_refused": ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+        "timeout": TimeoutError("read timed out"),
+        "dns": socket.gaierror(-2, "Name or service not known"),
+        "oserror_network": OSError(errno.ENETUNREACH, "Network is unreachable"),
+        "oserror_disk": OSError(errno.ENOSPC, "No space left on device"),
+        "file_not_found": FileNotFoundError(errno.ENOENT, "No such file", "x.txt"),
+        "value": ValueError("bad value"),
+        "http_503": _StatusError(503),
+        "http_404": _StatusError(404),
+        "model_retryable": ModelError("overloaded", retryable=True),
+        "model_final": ModelError("bad request"),
+        "tool_timeout": ToolTimeoutError("slow"),
+    }
+    return made[kind]
+
+
+EXCEPTION_KINDS = (
+    "connection_refused",
+    "timeout",
+    "dns",
+    "oserror_network",
+    "oserror_disk",
+    "file_not_found",
+    "value",
+    "http_503",
+    "http_404",
+    "model_retryable",
+    "model_final",
+    "tool_timeout",
+)
+
+
+def raise_kind(kind: str) -> None:
+    raise _exception(kind)

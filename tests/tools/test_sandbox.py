@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import resource
+import shutil
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,9 @@ from hermes.errors import ToolError
 from hermes.tools.base import Tool, ToolContext
 from hermes.tools.builtin.calculator import calculator
 from hermes.tools.decorator import as_tool, make_tool
+from hermes.tools.policies.retry import is_retryable
 from hermes.tools.sandbox import (
+    CONTEXT_MARKER,
     ProcessSandbox,
     SandboxCrashError,
     SandboxError,
@@ -263,7 +266,7 @@ async def test_parent_secret_is_not_inherited(monkeypatch: pytest.MonkeyPatch) -
     env = await _run(targets.environment)
     assert "HERMES_TEST_SECRET" not in env
     # LC_CTYPE: Python's own C-locale coercion may add it.
-    assert set(env) <= {"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE"}
+    assert set(env) <= {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE"}
 
 
 async def test_allowed_names_are_passed_through(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -314,6 +317,9 @@ def test_importable_function_names_its_module_and_qualname() -> None:
         {"max_output_bytes": 0},
         {"open_files": 3},
         {"env_allow": "PATH"},
+        {"env_allow": ("HOME",)},
+        {"max_processes": 0},
+        {"max_processes": 2.5},
     ],
 )
 def test_nonsense_limits_are_rejected(bad: dict[str, Any]) -> None:
@@ -328,3 +334,188 @@ def test_sigkill_before_the_cpu_budget_is_spent_reads_as_memory() -> None:
     assert isinstance(error, SandboxMemoryError)
     late = _exit_error(-signal.SIGKILL, "m:f", SandboxLimits(cpu_seconds=5), 6.0, b"")
     assert isinstance(late, SandboxTimeoutError)
+
+
+# --- home, working directory -----------------------------------------------------------------
+
+
+def _context_tool(fn: Callable[..., Any]) -> Tool:
+    return Tool(
+        name=fn.__name__, description="", parameters={"type": "object"}, fn=fn, context_param="ctx"
+    )
+
+
+def _exists(path: str) -> bool:
+    return Path(path).exists()
+
+
+async def test_home_is_a_fresh_empty_folder_with_tmpdir_inside() -> None:
+    seen = await _run(targets.home_and_cwd)
+    home = Path(seen["home"])
+    assert home != Path.home()
+    assert seen["home_entries"] == ["tmp"]
+    assert seen["tmpdir"] == seen["gettempdir"] == str(home / "tmp")
+
+
+async def test_home_is_gone_after_the_call() -> None:
+    seen = await _run(targets.home_and_cwd)
+    assert not _exists(seen["home"])
+
+
+async def test_each_call_gets_its_own_home() -> None:
+    first, second = await asyncio.gather(_run(targets.home_and_cwd), _run(targets.home_and_cwd))
+    assert first["home"] != second["home"]
+
+
+async def test_home_is_removed_after_a_crash(tmp_path: Path) -> None:
+    report = tmp_path / "home"
+    with pytest.raises(SandboxCrashError):
+        await _run(targets.fill_home_then, ending="crash", report=str(report))
+    assert not _exists(report.read_text())
+
+
+async def test_home_is_removed_after_a_wall_timeout(tmp_path: Path) -> None:
+    report = tmp_path / "home"
+    limits = SandboxLimits(wall_seconds=1.5)
+    with pytest.raises(SandboxTimeoutError):
+        await _run(targets.fill_home_then, limits, ending="hang", report=str(report))
+    assert not _exists(report.read_text())
+
+
+async def test_tool_with_a_context_runs_in_its_workspace(tmp_path: Path) -> None:
+    ctx = ToolContext(session_id="s-1", workspace=tmp_path)
+    seen = await run_sandboxed(_context_tool(targets.working_directory), {"ctx": ctx}, timeout=10)
+    assert seen == {"cwd": str(tmp_path), "workspace": str(tmp_path)}
+
+
+async def test_relative_workspace_reaches_the_tool_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "ws").mkdir()
+    monkeypatch.chdir(tmp_path)
+    ctx = ToolContext(session_id="s-1", workspace=Path("ws"))
+    seen = await run_sandboxed(_context_tool(targets.working_directory), {"ctx": ctx}, timeout=10)
+    assert seen == {"cwd": str(tmp_path / "ws"), "workspace": str(tmp_path / "ws")}
+
+
+async def test_tool_without_a_context_runs_in_its_home_not_the_parents_cwd() -> None:
+    seen = await _run(targets.home_and_cwd)
+    assert seen["cwd"] == seen["home"]
+    assert seen["cwd"] != os.getcwd()
+
+
+async def test_missing_workspace_is_refused_clearly(tmp_path: Path) -> None:
+    ctx = ToolContext(session_id="s-1", workspace=tmp_path / "gone")
+    with pytest.raises(SandboxError, match="is not a folder"):
+        await run_sandboxed(_context_tool(targets.working_directory), {"ctx": ctx}, timeout=10)
+
+
+# --- fork loops ------------------------------------------------------------------------------
+
+
+async def _group_gone(pgid: int) -> bool:
+    for _ in range(250):
+        if not _live_group_members(pgid):
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+def _as_nobody(tmp_path: Path) -> str:
+    """As root, a python that runs as ``nobody`` (RLIMIT_NPROC binds only a normal user)."""
+    setpriv, python = shutil.which("setpriv"), "/usr/bin/python3.11"
+    if setpriv is None or not os.access(python, os.X_OK):
+        pytest.skip("needs setpriv and /usr/bin/python3.11 to run the child as a normal user")
+    wrapper = tmp_path / "python-as-nobody"
+    wrapper.write_text(
+        f'#!/bin/sh\nexec {setpriv} --reuid=65534 --regid=65534 --clear-groups {python} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+async def test_fork_loop_of_a_normal_user_is_stopped_by_the_process_limit(
+    tmp_path: Path,
+) -> None:
+    sandbox = ProcessSandbox(python=_as_nobody(tmp_path)) if os.getuid() == 0 else None
+    limits = SandboxLimits(wall_seconds=10, max_processes=16)
+    tool = _tool(targets.fork_loop)
+    seen = await run_sandboxed(tool, {"cap": 200}, timeout=10, limits=limits, sandbox=sandbox)
+    assert seen["error"] == "BlockingIOError"
+    assert seen["forked"] <= 16
+    assert await _group_gone(seen["pgid"])
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="as root the kernel ignores RLIMIT_NPROC")
+async def test_fork_loop_as_root_ends_at_the_wall_clock_with_its_group_killed(
+    tmp_path: Path,
+) -> None:
+    report = tmp_path / "pgid"
+    limits = SandboxLimits(wall_seconds=2, max_processes=16)
+    with pytest.raises(SandboxTimeoutError, match="did not finish within 2 s"):
+        await _run(targets.fork_loop, limits, cap=100, report=str(report))
+    assert await _group_gone(int(report.read_text()))
+
+
+def test_process_count_of_this_user_includes_our_own_threads() -> None:
+    import threading
+
+    from hermes.tools._sandbox_child import _tasks_of
+
+    assert _tasks_of(os.getuid()) >= threading.active_count()
+
+
+# --- retryable failures ----------------------------------------------------------------------
+
+
+async def test_connection_error_in_the_child_is_a_retryable_sandbox_error() -> None:
+    with pytest.raises(SandboxError) as caught:
+        await _run(targets.raise_kind, kind="connection_refused")
+    assert caught.value.details["error_type"] == "ConnectionRefusedError"
+    assert caught.value.details["retryable"] is True
+    assert is_retryable(caught.value)
+
+
+async def test_value_error_in_the_child_is_not_retryable() -> None:
+    with pytest.raises(SandboxError) as caught:
+        await _run(targets.raise_kind, kind="value")
+    assert caught.value.details["retryable"] is False
+    assert not is_retryable(caught.value)
+
+
+@pytest.mark.parametrize("kind", targets.EXCEPTION_KINDS)
+async def test_child_judges_retryable_as_is_retryable_does_in_process(kind: str) -> None:
+    with pytest.raises(SandboxError) as caught:
+        await _run(targets.raise_kind, kind=kind)
+    assert is_retryable(caught.value) is is_retryable(targets._exception(kind))
+
+
+def test_crash_is_not_retryable() -> None:
+    from hermes.tools.sandbox import _exit_error
+
+    assert not is_retryable(_exit_error(3, "m:f", SandboxLimits(), 0.1, b""))
+
+
+# --- other sandboxes -------------------------------------------------------------------------
+
+
+class _RecordingSandbox:
+    """Another ``Sandbox`` implementation: answers without a process, keeps what it got."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any], SandboxLimits]] = []
+
+    async def run(self, target: str, arguments: dict[str, Any], limits: SandboxLimits) -> Any:
+        self.calls.append((target, arguments, limits))
+        return "from elsewhere"
+
+
+async def test_run_sandboxed_uses_the_sandbox_it_is_given(tmp_path: Path) -> None:
+    other = _RecordingSandbox()
+    ctx = ToolContext(session_id="s-1", workspace=tmp_path)
+    tool = _context_tool(targets.working_directory)
+    assert await run_sandboxed(tool, {"ctx": ctx}, timeout=3, sandbox=other) == "from elsewhere"
+    [(target, arguments, limits)] = other.calls
+    assert target == f"{targets.__name__}:working_directory"
+    assert arguments["ctx"][CONTEXT_MARKER]["workspace"] == str(tmp_path)
+    assert limits.wall_seconds == 3

@@ -1,18 +1,26 @@
 """Running a tool in a separate, limited process (issue 3 §3; seed 000 §4.5).
 
 A tool marked ``sandbox="process"`` runs through :func:`run_sandboxed`: in a fresh Python
-process with CPU-time, memory, file-size and open-file rlimits, a wall-clock deadline, bounded
-output, and an environment that holds only ``PATH``, ``HOME``, ``LANG``, ``LC_ALL`` and the
-names a caller allows — never the parent's secrets. Its crash, OOM, infinite loop or flood of
-output becomes a typed :class:`SandboxError` (a ``ToolError``: the executor turns it into a
-``ToolResult``) while the agent goes on.
+process with CPU-time, memory, file-size, open-file and process-count rlimits, a wall-clock
+deadline, bounded output, and an environment that holds only ``PATH``, ``LANG``, ``LC_ALL`` and
+the names a caller allows — never the parent's secrets. ``HOME`` is a new empty folder made for
+the call (``TMPDIR`` is inside it) and removed after it, whatever happened, so the tool cannot
+read ``~/.hermes``, ``~/.netrc`` and the like through ``$HOME``. The working directory is the
+``ToolContext.workspace`` of the call, or that fresh ``HOME`` — never the parent's. Its crash,
+OOM, infinite loop or flood of output becomes a typed :class:`SandboxError` (a ``ToolError``:
+the executor turns it into a ``ToolResult``) while the agent goes on; a tool's own network
+failure comes back flagged ``retryable`` (see :class:`SandboxError`).
 
 :class:`Sandbox` is the interface; :class:`ProcessSandbox` is the local implementation. A
 container or remote executor implements the same ``run`` later.
 
 Limits of the process sandbox: it is resource containment, not a security boundary against
-hostile code (no filesystem or network isolation; a grandchild that calls ``setsid`` leaves the
-process group and outlives the kill). Use a container sandbox for untrusted code.
+hostile code (no filesystem or network isolation: an absolute path such as ``/root/.netrc``
+still works; a grandchild that calls ``setsid`` leaves the process group and outlives the kill).
+``RLIMIT_NPROC`` counts every process of the real user and the kernel ignores it for root (and
+for CAP_SYS_RESOURCE / CAP_SYS_ADMIN): running as root, a fork loop is stopped only by the
+wall clock and the process-group kill (see ``_sandbox_child.py``). Use a container sandbox for
+untrusted code.
 """
 
 from __future__ import annotations
@@ -22,10 +30,13 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import weakref
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -59,7 +70,9 @@ logger = get_logger("tools.sandbox")
 #: Marks a serialized ToolContext among the arguments (the child rebuilds it, without extras).
 CONTEXT_MARKER = "__hermes_tool_context__"
 _CHILD_SCRIPT = str(Path(__file__).with_name("_sandbox_child.py"))
-_BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL")
+_BASE_ENV = ("PATH", "LANG", "LC_ALL")
+#: Always the sandbox's own (the fresh per-call folder), never passed through from the parent.
+_OWN_ENV = frozenset({"HOME", "TMPDIR"})
 _MAX_MESSAGE = 500
 _STDERR_TAIL = 2048
 
@@ -70,7 +83,10 @@ class SandboxLimits:
 
     ``cpu_seconds`` is rounded up to whole seconds (the rlimit's unit). ``max_output_bytes``
     bounds both the result and everything the tool prints. ``env_allow`` names extra
-    environment variables passed through from the parent (e.g. ``("HTTPS_PROXY",)``).
+    environment variables passed through from the parent (e.g. ``("HTTPS_PROXY",)``; not
+    ``HOME`` or ``TMPDIR``, which are always the call's own fresh folder). ``max_processes``
+    is how many more processes/threads the tool may start (``RLIMIT_NPROC`` = what the user
+    already runs + this; not enforced by the kernel for root, see the module docstring).
     """
 
     cpu_seconds: float = 5.0
@@ -80,6 +96,7 @@ class SandboxLimits:
     env_allow: tuple[str, ...] = ()
     file_size_mb: int = 16
     open_files: int = 256
+    max_processes: int = 64
 
     def __post_init__(self) -> None:
         for name in ("cpu_seconds", "memory_mb", "wall_seconds", "max_output_bytes"):
@@ -91,6 +108,11 @@ class SandboxLimits:
         allow: object = self.env_allow
         if not isinstance(allow, tuple) or not all(isinstance(name, str) for name in allow):
             raise ValueError("SandboxLimits.env_allow must be a tuple of names")
+        if _OWN_ENV.intersection(allow):
+            raise ValueError("SandboxLimits.env_allow cannot pass HOME or TMPDIR (always fresh)")
+        count: object = self.max_processes
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError("SandboxLimits.max_processes must be a positive integer")
 
 
 DEFAULT_LIMITS = SandboxLimits()
@@ -99,13 +121,24 @@ DEFAULT_LIMITS = SandboxLimits()
 class SandboxError(ToolError):
     """A sandboxed call failed: the tool raised (``"Type: message"``), its target cannot be
     imported by the child, or its output is not JSON. A ``ToolError`` the tool raised on
-    purpose keeps its own ``code`` (as it would in-process)."""
+    purpose keeps its own ``code`` (as it would in-process).
+
+    ``retryable`` (an attribute, and in ``details``) says whether another attempt may succeed:
+    for a failure the tool raised, the child classifies the exception as
+    ``hermes.tools.policies.retry.is_retryable`` would in-process (``ConnectionError``,
+    ``TimeoutError``, a network ``OSError``, HTTP 429/5xx … → true), and
+    ``details["error_type"]`` names its class. ``is_retryable`` reads the attribute, so a retry
+    policy retries a sandboxed network failure as it would an in-process one.
+    """
 
     code = "sandbox_error"
     status = 500
 
-    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
-        super().__init__(_clip(message), **details)
+    def __init__(
+        self, message: str, *, code: str | None = None, retryable: bool = False, **details: Any
+    ) -> None:
+        super().__init__(_clip(message), retryable=retryable, **details)
+        self.retryable = retryable
         if code is not None:
             self.code = code
 
@@ -148,7 +181,9 @@ class ProcessSandbox:
     """Runs each call in a new ``python -I`` process, in its own session and process group.
 
     ``max_concurrency`` bounds the live sandbox processes (per event loop); a call waiting for a
-    slot counts against its wall-clock limit.
+    slot counts against its wall-clock limit. A serialized ``ToolContext`` among the arguments
+    (``{CONTEXT_MARKER: {..., "workspace": path}}``, as :func:`run_sandboxed` sends it) makes
+    that workspace the child's working directory; without one it is the call's fresh ``HOME``.
     """
 
     def __init__(self, *, python: str = sys.executable, max_concurrency: int = 8) -> None:
@@ -165,11 +200,13 @@ class ProcessSandbox:
         if not module or not qualname:
             raise SandboxError(f"sandbox target {target!r} is not 'package.module:qualname'")
         payload = _request(target, arguments)
+        workspace = _workspace_of(arguments, target)
         argv = [self._python, "-I", _CHILD_SCRIPT, _limits_arg(limits), *_import_roots(module)]
         deadline = asyncio.timeout(limits.wall_seconds)
         try:
-            async with deadline, self._slot():
-                return await _call(argv, payload, target, limits)
+            async with deadline, self._slot(), _fresh_home() as home:
+                env = _child_env(limits.env_allow, home)
+                return await _call(argv, payload, target, limits, cwd=workspace or home, env=env)
         except TimeoutError:
             if not deadline.expired():
                 raise
@@ -204,11 +241,14 @@ async def run_sandboxed(
     *,
     timeout: float,  # noqa: ASYNC109 - the interface fixed for the executor (ISSUE3.md §1)
     limits: SandboxLimits | None = None,
+    sandbox: Sandbox | None = None,
 ) -> Any:
     """Run ``tool.fn(**arguments)`` in a separate process; return its JSON-serializable output.
 
     ``timeout`` is the wall-clock limit (with explicit ``limits``, the smaller of the two).
-    A ``ToolContext`` argument reaches the tool rebuilt in the child, without ``extras``.
+    A ``ToolContext`` argument reaches the tool rebuilt in the child, without ``extras`` and
+    with ``workspace`` made absolute; the child runs in that workspace (else in its fresh
+    ``HOME``). ``sandbox`` runs the call elsewhere (default: :func:`default_sandbox`).
     Raises a :class:`SandboxError` subclass: ``sandbox_timeout``, ``sandbox_memory``,
     ``sandbox_crash``, ``sandbox_output`` or ``sandbox_error`` — the latter also, at once, for
     a tool function the child cannot import (a lambda, closure, method or ``__main__`` function).
@@ -220,7 +260,7 @@ async def run_sandboxed(
     if isinstance(context, ToolContext):
         assert tool.context_param is not None
         arguments = {**arguments, tool.context_param: _context_data(context)}
-    return await _default.run(target, arguments, limits)
+    return await (_default if sandbox is None else sandbox).run(target, arguments, limits)
 
 
 def sandbox_target(tool: Tool) -> str:
@@ -256,9 +296,28 @@ def _context_data(ctx: ToolContext) -> dict[str, Any]:
         "user_id": ctx.user_id,
         "trace_id": ctx.trace_id,
         "call_id": ctx.call_id,
-        "workspace": str(ctx.workspace),
+        # Absolute: the child's working directory is the workspace itself, so a relative path
+        # would no longer name it there.
+        "workspace": os.path.abspath(ctx.workspace),
     }
     return {CONTEXT_MARKER: fields}
+
+
+def _workspace_of(arguments: dict[str, Any], target: str) -> str | None:
+    """The workspace of a serialized ``ToolContext`` among ``arguments``, if there is one;
+    raises :class:`SandboxError` when it is not an existing folder."""
+    for value in arguments.values():
+        if isinstance(value, dict) and value.keys() == {CONTEXT_MARKER}:
+            fields = value[CONTEXT_MARKER]
+            workspace = fields.get("workspace") if isinstance(fields, dict) else None
+            if not isinstance(workspace, str):
+                continue
+            if not os.path.isdir(workspace):
+                raise SandboxError(
+                    f"workspace {workspace} of sandboxed tool {target} is not a folder"
+                )
+            return workspace
+    return None
 
 
 def _request(target: str, arguments: dict[str, Any]) -> bytes:
@@ -272,7 +331,8 @@ def _request(target: str, arguments: dict[str, Any]) -> bytes:
 
 def _limits_arg(limits: SandboxLimits) -> str:
     cpu = max(1, math.ceil(limits.cpu_seconds))
-    return f"{cpu},{limits.memory_mb},{limits.file_size_mb},{limits.open_files}"
+    sizes = f"{limits.memory_mb},{limits.file_size_mb},{limits.open_files}"
+    return f"{cpu},{sizes},{limits.max_processes}"
 
 
 @lru_cache(maxsize=256)
@@ -292,15 +352,50 @@ def _import_roots(module: str) -> tuple[str, ...]:
     return tuple(roots)
 
 
-def _child_env(allow: tuple[str, ...]) -> dict[str, str]:
+def _child_env(allow: tuple[str, ...], home: str) -> dict[str, str]:
     # Built from names, never by copying os.environ: secrets stay in the parent.
     env = {name: os.environ[name] for name in (*_BASE_ENV, *allow) if name in os.environ}
     env.setdefault("PATH", os.defpath)
     env.setdefault("LANG", "C.UTF-8")
+    env["HOME"] = home
+    env["TMPDIR"] = os.path.join(home, "tmp")
     return env
 
 
-async def _call(argv: list[str], payload: bytes, target: str, limits: SandboxLimits) -> Any:
+@contextlib.asynccontextmanager
+async def _fresh_home() -> AsyncIterator[str]:
+    """A new empty folder (mode 0700) with a ``tmp`` folder inside, removed on exit — after a
+    result, a crash, a timeout or a cancellation alike."""
+    try:
+        home = tempfile.mkdtemp(prefix="hermes-sandbox-")
+    except OSError as exc:
+        raise SandboxError(f"could not create a sandbox home folder: {exc}") from exc
+    try:
+        os.mkdir(os.path.join(home, "tmp"), 0o700)
+        yield home
+    finally:
+        # In a thread, so a tool that filled its home does not stall the loop; shielded, so a
+        # second cancellation cannot stop the removal half-way (the thread finishes it).
+        await asyncio.shield(asyncio.to_thread(_remove_home, home))
+
+
+def _remove_home(home: str) -> None:
+    """Delete a call's home folder; a failure is logged (the folder is named), not raised."""
+    try:
+        shutil.rmtree(home)
+    except OSError as exc:  # e.g. a (non-root) tool made a sub-folder read-only
+        logger.warning("sandbox_home_left", path=home, error=f"{type(exc).__name__}: {exc}")
+
+
+async def _call(
+    argv: list[str],
+    payload: bytes,
+    target: str,
+    limits: SandboxLimits,
+    *,
+    cwd: str,
+    env: dict[str, str],
+) -> Any:
     # A SubprocessProtocol rather than asyncio.subprocess.Process: on Python 3.11,
     # Process.wait() returns only once every pipe is closed, so a stream we stop reading (after
     # too much output) or a pipe held open by a grandchild would hang it. Here the exit is a
@@ -314,7 +409,8 @@ async def _call(argv: list[str], payload: bytes, target: str, limits: SandboxLim
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=_child_env(limits.env_allow),
+            cwd=cwd,
+            env=env,
             start_new_session=True,
         )
     except OSError as exc:  # e.g. EAGAIN: too many processes
@@ -429,10 +525,12 @@ def _outcome(line: bytes, target: str, limits: SandboxLimits) -> Any:
         raise SandboxError(f"sandbox cannot load tool {target}: {described}")
     if kind == "setup":
         raise SandboxError(f"sandbox could not apply its limits: {described}")
+    # A failure the tool raised: its class and whether a retry may help, as the child judged.
+    retryable, error_type = error.get("retryable") is True, str(kind_type)
     code = error.get("code")
     if isinstance(code, str) and text:  # a ToolError raised on purpose: its code and words
-        raise SandboxError(str(text), code=code)
-    raise SandboxError(described)
+        raise SandboxError(str(text), code=code, retryable=retryable, error_type=error_type)
+    raise SandboxError(described, retryable=retryable, error_type=error_type)
 
 
 def _exit_error(
