@@ -271,6 +271,197 @@ def test_ordinary_commands_pass(command: str) -> None:
     check_command(command)
 
 
+# --- bypasses found in review: each is refused, with variants ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "rule"),
+    [
+        # ANSI-C quoting hides any word
+        ("$'rm' -rf /usr", "uncheckable"),
+        ("$'\\162m' -rf /usr", "uncheckable"),
+        ("rm -rf $'/usr'", "uncheckable"),
+        ("sudo $'\\x72m' -rf /", "uncheckable"),
+        ('$"rm" -rf /usr', "rm_root"),
+        # abbreviated GNU long options
+        ("rm --recur --force /usr", "rm_root"),
+        ("rm --r /etc", "rm_root"),
+        ("rm --recursive=yes /etc", "rm_root"),
+        ("rm --no-pres /tmp/x", "rm_root"),
+        ("chmod --rec 000 /usr", "chmod_root"),
+        ("chown --recursive me /usr", "chmod_root"),
+        ("chmod -R -w /usr", "chmod_root"),
+        ("chmod -R --reference=/tmp/x /usr", "chmod_root"),
+        # moving system directories away, in any option order
+        ("mv -t /tmp/x /usr", "rm_root"),
+        ("mv --target-directory=/x /etc", "rm_root"),
+        ("mv --target /x /etc", "rm_root"),
+        ("mv -ft/x /boot", "rm_root"),
+        ("mv /usr -t /x", "rm_root"),
+        ("rsync -a --delete empty/ /usr/", "rm_root"),
+        ("rsync -a --delete-after empty/ /etc", "rm_root"),
+        ("rsync --remove-source-files -a /etc/ x/", "rm_root"),
+        # /proc/<pid>/root is the root; // /./ and trailing /. collapse
+        ("rm -rf /proc/self/root/usr", "rm_root"),
+        ("rm -rf /proc/1/root/etc", "rm_root"),
+        ("rm -rf /proc/self/root/../usr", "rm_root"),
+        ("rm -rf /proc/1/task/1/root/", "rm_root"),
+        ("rm -rf /proc/1/cwd/usr", "rm_root"),
+        ("rm -rf //usr/./", "rm_root"),
+        ("rm -rf /usr/.", "rm_root"),
+        # xargs and find feeding destructive commands
+        ("echo /usr | xargs rm -rf", "rm_root"),
+        ("xargs -0 -n 1 rm -rf --", "rm_root"),
+        ("xargs -I{} rm -rf {}", "rm_root"),
+        ("xargs sudo rm -rf", "rm_root"),
+        ("xargs chmod -R 000", "chmod_root"),
+        ("echo 'rm -rf /' | xargs sh -c", "uncheckable"),
+        ("xargs dd", "uncheckable"),
+        ("find / -exec sh -c 'rm -rf \"$0\"' {} \\;", "rm_root"),
+        ("find / -delete", "rm_root"),
+        ("find -L / -delete", "rm_root"),
+        ("find / -exec rm {} \\;", "rm_root"),
+        ("find /usr -execdir shred {} +", "rm_root"),
+        ("find / -exec sudo rm {} +", "rm_root"),
+        ("find . -exec rm -rf / \\;", "rm_root"),
+        ("cd / && find -delete", "rm_root"),
+        # the working directory of pushd/popd, builtin cd, and cd that may not happen
+        ("pushd /; rm -rf *", "rm_root"),
+        ("pushd /usr && pushd /tmp && popd && rm -rf *", "rm_root"),
+        ("builtin cd / && rm -rf *", "rm_root"),
+        ("cd /; (cd /tmp); rm -rf *", "rm_root"),
+        ("cd /; false && cd /tmp; rm -rf *", "rm_root"),
+        ("cd $X; rm -rf *", "rm_root"),
+        ("eval cd /; rm -rf *", "rm_root"),
+        ("CDPATH=/ ; cd usr && rm -rf *", "rm_root"),
+        # literal assignments on the same line, and unknown values
+        ("x=/usr; rm -rf $x", "rm_root"),
+        ("x=/usr\nrm -rf ${x}", "rm_root"),
+        ("export x=/etc; sudo rm -rf $x", "rm_root"),
+        ('x=/usr; bash -c "rm -rf $x"', "rm_root"),
+        ("x='/tmp /usr'; rm -rf $x", "rm_root"),
+        ("r=rm; $r -rf /usr", "rm_root"),
+        ("x=/tmp/a; false && x=/usr; rm -rf $x", "uncheckable"),
+        ("f() { x=/usr; }; x=/tmp/a; f; rm -rf $x", "uncheckable"),
+        ("x=/tmp/a; read x; rm -rf $x", "uncheckable"),
+        ("for x in /usr; do rm -rf $x; done", "uncheckable"),
+        ("IFS=x; y=/tmpx/usr; rm -rf $y", "uncheckable"),
+        ("rm -rf $x", "uncheckable"),
+        ("rm -rf /tmp/$1", "uncheckable"),
+        ("HOME=/usr bash -c 'rm -rf ~/bin'", "rm_root"),
+        ("HOME=/usr bash -c 'rm -rf ~/share'", "uncheckable"),
+        ("export HOME=/usr; rm -rf $HOME/share", "rm_root"),
+        ("dd if=/dev/zero of=$DEV", "uncheckable"),
+        # command names that are hidden
+        ("$CMD -rf /usr", "rm_root"),
+        ("/bin/r? -rf /usr", "rm_root"),
+        ("{rm,-rf,/usr}", "rm_root"),
+        # kernel knobs and device targets
+        ("echo b > /proc/sysrq-trigger", "kernel_write"),
+        ("echo o | sudo tee /proc/sysrq-trigger", "kernel_write"),
+        ("echo 1 > /proc/sys/kernel/panic", "kernel_write"),
+        ("echo mem > /sys/power/state", "kernel_write"),
+        ("echo 1 > /sys/block/sda/device/delete", "kernel_write"),
+        ("echo x > /proc/1/root/proc/sys/vm/drop_caches", "kernel_write"),
+        ("cat x > /dev/block/8:0", "disk_write"),
+        ("dd of=/dev/block/8:0", "disk_write"),
+        ("dd if=x of=/dev/nvme0n1", "disk_write"),
+        ("dd of=/dev/mmcblk0p1", "disk_write"),
+        ("dd of=/dev/vdb", "disk_write"),
+        ("dd of=/dev/xvda", "disk_write"),
+        ("dd of=/dev/mapper/vg-root", "disk_write"),
+        ("dd of=/dev/disk/by-id/ata-x", "disk_write"),
+        ("echo x > /dev/sd*", "disk_write"),
+        ("cd /dev && dd if=x of=sda", "disk_write"),
+        ("dd of=/proc/self/root/dev/sda", "disk_write"),
+        # line continuations and substitutions inside destructive targets
+        ("rm -rf /u\\\nsr", "rm_root"),
+        ("rm -r\\\nf /", "rm_root"),
+        ('rm -rf "/u\\\nsr"', "rm_root"),
+        ('rm -rf /usr"$(true)"', "uncheckable"),
+        ("rm -rf `echo /usr`", "uncheckable"),
+        ("rm -rf $(echo /usr)", "uncheckable"),
+        ("rm -rf `true` /usr", "uncheckable"),
+        ("chmod 000 $(true) /", "chmod_root"),
+        # killing everything, stopping the machine
+        ("killall -9 -r .", "kill_all"),
+        ("killall -r '.*'", "kill_all"),
+        ("killall systemd", "kill_all"),
+        ("killall -u root", "kill_all"),
+        ("killall5", "kill_all"),
+        ("killall5 -9", "kill_all"),
+        ("pkill -9 -f .", "kill_all"),
+        ("pkill -f '^'", "kill_all"),
+        ("pkill init", "kill_all"),
+        ("pkill -u root", "kill_all"),
+        ("sudo pkill -KILL -f '[a-z]'", "kill_all"),
+        ("loginctl poweroff", "power"),
+        ("loginctl reboot", "power"),
+        ("loginctl halt", "power"),
+        ("loginctl suspend", "power"),
+        ("systemctl poweroff", "power"),
+        ("systemctl --force reboot", "power"),
+        ("systemctl halt", "power"),
+        ("systemctl kexec", "power"),
+        ("systemctl emergency", "power"),
+        ("systemctl rescue", "power"),
+        ("systemctl isolate rescue.target", "power"),
+        ("systemctl start poweroff.target", "power"),
+        ("telinit 0", "power"),
+        ("telinit 6", "power"),
+        ("telinit 1", "power"),
+        ("busybox reboot", "power"),
+        ("busybox poweroff -f", "power"),
+        ("busybox halt", "power"),
+    ],
+)
+def test_bypasses_found_in_review_are_refused(command: str, rule: str) -> None:
+    assert _rule(command) == rule
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls -la /usr",
+        "rm -rf ./build",
+        "rm -rf /tmp/x",
+        "find . -name '*.pyc' -delete",
+        "echo hi > out.txt",
+        "x=1; echo $x",
+        "killall myapp",
+        "killall -r '^myapp-[0-9]+$'",
+        "pkill -f 'python app.py'",
+        "grep 'foo$' x.txt",
+        'grep "foo$" x.txt',
+        "awk '{print $1}' data.txt",
+        "docker run \\\n  --rm alpine echo hi",
+        "x=/tmp/build; rm -rf $x",
+        'rm -rf "${BUILD_DIR:?}"',
+        "rm -rf /tmp/cache-$$",
+        "rm -rf $HOME/.cache/pip",
+        "pushd /tmp && rm -rf *; popd",
+        "find . -exec sh -c 'echo $0' {} \\;",
+        "find . -name '*.o' | xargs rm -f",
+        "find . -type d -exec rm -rf {} +",
+        "echo done > /dev/stderr",
+        "echo hi > /proc/self/fd/1",
+        "cat /proc/cpuinfo /sys/class/net/eth0/address",
+        "mv a.txt b.txt",
+        "mv build/app /usr/local/bin/",
+        "chmod +x $f",
+        "chown -R $USER ./build",
+        "rsync -a --delete src/ dst/",
+        "kill $(pgrep myapp)",
+        "systemctl restart nginx",
+        "loginctl list-sessions",
+        "$EDITOR notes.txt",
+        'for f in *.txt; do mv "$f" out/; done',
+    ],
+)
+def test_commands_close_to_the_bypasses_still_pass(command: str) -> None:
+    check_command(command)
+
+
 # --- what cannot be checked is refused -----------------------------------------------------
 
 
@@ -393,3 +584,32 @@ def test_destructive_commands_are_refused_in_any_chain_or_wrapper(
     command = (prefix + separator if prefix else "") + hider.format(destructive)
     with pytest.raises(DeniedCommandError):
         check_command(command)
+
+
+_SYSTEM_DIRS = st.sampled_from(["/", "/usr", "/etc", "/boot", "/var/lib", "/usr/share", "/home"])
+_NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=_NAMES, directory=_SYSTEM_DIRS, braces=st.booleans(), hider=_HIDERS)
+def test_a_variable_holding_a_system_directory_is_followed(
+    name: str, directory: str, braces: bool, hider: str
+) -> None:
+    reference = "${" + name + "}" if braces else "$" + name
+    command = f"{name}={directory}; " + hider.format(f"rm -rf {reference}")
+    with pytest.raises(DeniedCommandError):
+        check_command(command)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pid=st.sampled_from(["self", "1", "thread-self", "42"]),
+    directory=_SYSTEM_DIRS,
+    spelling=st.integers(min_value=3, max_value=len("--recursive")),
+)
+def test_proc_root_prefixes_and_abbreviated_options_are_seen_through(
+    pid: str, directory: str, spelling: int
+) -> None:
+    option = "--recursive"[:spelling]
+    with pytest.raises(DeniedCommandError):
+        check_command(f"rm {option} /proc/{pid}/root{directory}")

@@ -2,31 +2,55 @@
 
 :func:`check_command` is pure and runs before anything else (approval, sandbox): it raises
 :class:`DeniedCommandError` (a ``ToolArgumentError``) for commands such as ``rm -rf /``,
-``mkfs``, ``dd of=/dev/sda``, fork bombs, ``shutdown``, ``kill -9 -1`` or a recursive
-``chmod``/``chown`` of the root — also when they hide behind ``sudo``/``env``/``timeout``
-and other wrappers, ``bash -c "…"``, ``eval``, ``$(…)``, backticks, ``;``/``&&``/``||``/``|``
-chains, newlines, quotes, escapes, ``${IFS}``, extra slashes or absolute paths (``/bin/rm``).
+``mkfs``, ``dd of=/dev/sda``, writes to ``/proc/sysrq-trigger`` or ``/sys``, fork bombs,
+``shutdown``/``systemctl reboot``, ``kill -9 -1``/``pkill -f .``, moving a system directory
+away or a recursive ``chmod``/``chown`` of the root — also when they hide behind
+``sudo``/``env``/``timeout`` and other wrappers, ``bash -c "…"``, ``eval``, ``$(…)``,
+backticks, ``xargs``, ``find -exec``, ``;``/``&&``/``||``/``|`` chains, newlines and line
+continuations, quotes, escapes, ``${IFS}``, extra slashes, ``/proc/self/root``, abbreviated
+long options (``--recur``) or absolute paths (``/bin/rm``).
 
 Also looked into: here-strings (``bash <<< '…'``), ``echo '…' | sh``, ``alias``/``trap``
-bodies, brace expansion (``/{,}``), ``cd /`` before a relative target, and variables that
-may be empty (``rm -rf $DIR/`` is ``rm -rf /`` when DIR is unset; ``${DIR:?}/`` is fine).
+bodies, brace expansion (``/{,}``), ``cd``/``pushd`` before a relative target, literal
+assignments on the same line (``x=/usr; rm -rf $x``), and variables that may be empty or are
+unknown: ``rm -rf $DIR/`` is ``rm -rf /`` when DIR is unset, and any other unknown expansion
+(``$x``, ``$(…)``, backticks) in a destructive target is refused as uncheckable; only
+``${DIR:?}`` is trusted, as the author's explicit "never empty".
 
 A deny-list can only catch what it knows; it is one layer under approval and the sandbox,
 not a replacement. Code run by other interpreters (``python -c``, ``perl -e``) and payloads
 built at run time (``base64 -d | sh``, ``$(printf …)`` as a command name) are out of its
-reach. It errs on the side of refusing: text it cannot tokenize (unbalanced quotes),
-nesting deeper than :data:`MAX_DEPTH` and comments are treated as suspect, so
-``ls # rm -rf /`` is refused too.
+reach. It errs on the side of refusing: text it cannot read reliably (unbalanced quotes,
+ANSI-C ``$'…'`` quoting), nesting deeper than :data:`MAX_DEPTH` and comments are treated as
+suspect, so ``ls # rm -rf /`` is refused too.
 """
 
 from __future__ import annotations
 
-import posixpath
 import re
-import shlex
-from collections.abc import Iterator
+import warnings
 
 from hermes.errors import FieldProblem, ToolArgumentError
+from hermes.tools.builtin._shell_words import (
+    OPAQUE,
+    Cwds,
+    ShellTextError,
+    Variables,
+    basename,
+    expand_braces,
+    has_flag,
+    has_unknown,
+    is_opaque_word,
+    long_option,
+    normalize,
+    options_and_operands,
+    prepare,
+    protected,
+    simple_commands,
+    substitutions,
+    tokenize,
+    write_target,
+)
 
 __all__ = ["MAX_COMMAND_CHARS", "MAX_DEPTH", "DeniedCommandError", "check_command"]
 
@@ -37,18 +61,8 @@ MAX_DEPTH = 8
 #: complex to check. Bounds the work of adversarial nesting such as "$($($(…".
 _BUDGET = 20 * MAX_COMMAND_CHARS
 
-# Shell metacharacters become their own tokens; newline is a separator, not whitespace.
-_PUNCTUATION = "();<>|&`\n"
 _IFS = re.compile(r"\$\{IFS\}|\$IFS\b")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-# A variable reference, or a "$" left at the end of a word (the start of a substitution).
-_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$$")
-_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
-#: Brace-expansion variants of one word examined ("/{usr,etc}" is two targets).
-_MAX_VARIANTS = 32
-_HOME = re.compile(r"^(?:\$\{HOME\}|\$HOME)(?=/|$)")
-_TILDE = re.compile(r"^~[A-Za-z0-9._-]*(?=/|$)")
-_GLOB = re.compile(r"[*?\[]")
 # NAME() { … NAME | NAME & … } and friends: a function that starts two copies of itself.
 # The name starts at a word boundary and is matched possessively (++), so a long word costs
 # linear time, not quadratic backtracking.
@@ -56,48 +70,16 @@ _FORK_BOMB = re.compile(
     r"(?<![^\s;&|(){}])(?:function\s+)?(?P<name>[^\s(){}|&;<>`'\"]++)\s*(?:\(\s*\))?\s*"
     r"\{[^}]*?(?<![^\s{;|&])(?P=name)\s*[|&]\s*(?P=name)(?![^\s;|&}])"
 )
-_BLOCK_DEVICE = re.compile(
-    r"/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|md\d|dm-\d|loop\d|nbd\d|"
-    r"rbd\d|zram\d|sr\d|disk/|mapper/|root$|mem$|kmem$|port$)"
-)
-#: Directories whose recursive removal (or chmod/chown) wrecks the system; "~" is any home.
-_PROTECTED = frozenset(
-    {
-        "/",
-        "~",
-        "/bin",
-        "/boot",
-        "/dev",
-        "/etc",
-        "/home",
-        "/lib",
-        "/lib32",
-        "/lib64",
-        "/libx32",
-        "/media",
-        "/mnt",
-        "/opt",
-        "/proc",
-        "/root",
-        "/run",
-        "/sbin",
-        "/srv",
-        "/sys",
-        "/usr",
-        "/usr/bin",
-        "/usr/lib",
-        "/usr/lib64",
-        "/usr/local",
-        "/usr/sbin",
-        "/usr/share",
-        "/var",
-        "/var/lib",
-    }
-)
 _RESERVED_WORDS = frozenset(
     {"{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "esac"}
 )
-_POWER = frozenset({"shutdown", "reboot", "halt", "poweroff", "kexec", "killall5"})
+_POWER = frozenset({"shutdown", "reboot", "halt", "poweroff", "kexec"})
+#: Arguments of systemctl/loginctl (verbs or target units) that stop or suspend the machine.
+_STOP_VERBS = frozenset(
+    {"poweroff", "reboot", "halt", "kexec", "emergency", "rescue", "suspend", "hibernate"}
+    | {"hybrid-sleep", "suspend-then-hibernate", "soft-reboot", "ctrl-alt-del", "sleep"}
+)
+_RUNLEVELS = frozenset({"0", "1", "6", "s", "S", "single", "emergency"})
 _FORMATTERS = frozenset({"mke2fs", "mkswap", "wipefs", "mkdosfs", "mkntfs", "blkdiscard"})
 _DEVICE_WRITERS = frozenset(
     {"tee", "cp", "mv", "install", "shred", "fdisk", "sfdisk", "cfdisk", "parted", "sgdisk"}
@@ -117,10 +99,28 @@ _DANGEROUS = (
     _POWER
     | _FORMATTERS
     | _DEVICE_WRITERS
-    | {"rm", "dd", "init", "telinit", "systemctl", "kill", "chmod", "chown", "chgrp", "find"}
+    | {"rm", "dd", "init", "telinit", "systemctl", "loginctl", "kill", "killall", "killall5"}
+    | {"pkill", "chmod", "chown", "chgrp", "find", "rsync"}
 )
 #: Command names worth checking when they appear among a wrapper's arguments.
 _INTERESTING = _DANGEROUS | _SHELLS | _WRAPPERS
+#: What a ``find`` over a system tree must not run on what it finds.
+_FIND_FED = (
+    _SHELLS
+    | _WRAPPERS
+    | _FORMATTERS
+    | {"rm", "shred", "unlink", "rmdir", "chmod", "chown", "chgrp", "dd", "mv", "truncate"}
+)
+#: Commands that xargs must not feed unknown input (as arguments or as a script) to.
+_XARGS_REFUSED = _SHELLS | {"dd", "shred", "eval"}
+# xargs options followed by a separate value.
+_XARGS_VALUES = frozenset({"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s"})
+_XARGS_LONG_VALUES = ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars")
+#: A stand-in for what xargs reads: a protected path, so "xargs rm -rf" is refused.
+_UNKNOWN_INPUT = "/usr"
+#: What the process patterns of pkill/killall must not match: pid 1.
+_PID1_NAMES = ("init", "systemd")
+_CHMOD_MODE_OPTION = re.compile(r"-[rwxXst]+\Z")
 
 
 class DeniedCommandError(ToolArgumentError):
@@ -152,7 +152,14 @@ def check_command(command: str) -> None:
         )
     if "\x00" in command:
         raise DeniedCommandError("uncheckable", "the command contains a NUL", "命令包含空字符")
-    _Checker().check(command, depth=0)
+    try:
+        _Checker().check(command, depth=0)
+    except ShellTextError as error:
+        raise DeniedCommandError(error.rule, error.english, error.chinese) from None
+
+
+def _uncheckable(what: str) -> DeniedCommandError:
+    return DeniedCommandError("uncheckable", f"{what} cannot be checked", "命令的目标无法确定")
 
 
 class _Checker:
@@ -160,6 +167,8 @@ class _Checker:
 
     def __init__(self) -> None:
         self.budget = _BUDGET
+        #: HOME/CDPATH changed somewhere: "~" and relative "cd" are then unknown.
+        self.special: frozenset[str] = frozenset()
 
     def check(self, script: str, depth: int) -> None:
         if depth > MAX_DEPTH:
@@ -167,39 +176,81 @@ class _Checker:
                 "uncheckable", "the command is nested too deeply to check", "命令嵌套过深"
             )
         self._spend(len(script))
-        script = _IFS.sub(" ", script)
+        script = _IFS.sub(" ", prepare(script))
         if _FORK_BOMB.search(script):
             raise DeniedCommandError("fork_bomb", "a fork bomb", "这是 fork 炸弹")
-        tokens = _tokenize(script)
-        cwd: str | None = None  # the directory of a literal `cd`, for relative targets
+        commands = simple_commands(tokenize(script))
+        variables = Variables(commands, self.special)
+        self.special = variables.special
+        cwds: Cwds = (None,)  # where a literal `cd` went, for relative targets
+        stack: list[Cwds] = []  # pushd/popd
         previous: list[str] = []
-        for words, redirects, piped in _simple_commands(tokens):
-            for word in (*words, *(target for _, target in redirects)):
-                for inner in _substitutions(word):
+        for simple in commands:
+            for word in (*simple.words, *(target for _, target in simple.redirects)):
+                for inner in substitutions(word):
                     self.check(inner, depth + 1)
-            for operator, target in redirects:
-                if ">" in operator and _is_block_device(target):
-                    raise _deny_device(target)
+            words = variables.expand(simple.words)
+            variables.assign(simple)
+            for operator, raw in simple.redirects:
+                target = variables.expand_one(raw)
+                if ">" in operator:
+                    _check_write(target, cwds)
                 if operator == "<<<":  # a here-string may be the script of a shell
                     self.check(target, depth + 1)
             command = _strip_prefix(words)
-            if piped and _feeds_a_shell(previous, command):  # echo 'rm -rf /' | sh
+            if command[:1] in (["builtin"], ["command"]) and command[1:2] in _DIRECTORY_WORDS:
+                command = command[1:]
+            if simple.piped and _feeds_a_shell(previous, command):  # echo 'rm -rf /' | sh
                 self.check(" ".join(previous[1:]), depth + 1)
-            if command and command[0] == "cd":
-                cwd = _change_dir(cwd, command[1:])
+            if command and command[0] in ("cd", "pushd", "popd"):
+                new = self._change_dir(command, cwds, stack)
+                # A cd that may not run, or runs in a subshell, leaves either directory.
+                cwds = new if simple.clean else tuple(dict.fromkeys((*cwds, *new)))
             elif command:
-                self.command(command, depth, cwd)
+                self.command(command, depth, cwds)
+                if command[0] in OPAQUE:  # eval/source may cd anywhere: assume the root
+                    cwds = tuple(dict.fromkeys((*cwds, "/")))
             previous = command
 
-    def command(self, words: list[str], depth: int, cwd: str | None) -> None:
+    def _change_dir(self, command: list[str], cwds: Cwds, stack: list[Cwds]) -> Cwds:
+        """The working directories after ``cd``/``pushd``/``popd`` (``command``)."""
+        name = command[0]
+        operands = [arg for arg in command[1:] if not arg.startswith(("-", "+"))]
+        rotates = any(arg[:1] in "+-" and arg[1:].isdigit() for arg in command[1:])
+        if name == "popd" or rotates or (name == "pushd" and not operands):
+            if name == "pushd" and not rotates:
+                stack.append(cwds)
+            everything = tuple(dict.fromkeys(c for entry in (cwds, *stack) for c in entry))
+            if name == "popd" and stack and not rotates:
+                return stack.pop()
+            return everything  # a rotation may land on any directory of the stack
+        if name == "pushd":
+            stack.append(cwds)
+        target = operands[0] if operands else "~"
+        if has_unknown(target):
+            return ("/",)  # cd "$x": the worst case is the root
+        if "CDPATH" in self.special and not target.startswith(("/", "~", ".")):
+            return ("/", *(normalize(target, cwd) for cwd in cwds))
+        return tuple(dict.fromkeys(normalize(target, cwd) for cwd in cwds))
+
+    def command(self, words: list[str], depth: int, cwds: Cwds) -> None:
         """Check one simple command (already split from its neighbours)."""
         self._spend(len(words))
-        name, args = _basename(words[0]), words[1:]
-        _check_rules(name, args, cwd)
+        name, args = basename(words[0]), words[1:]
+        if is_opaque_word(words[0]):  # $cmd -rf /usr, /bin/r? -rf /usr, {rm,-rf,/usr}
+            braces = expand_braces(words[0])
+            hidden = [*(braces if len(braces) > 1 else []), *args]
+            for candidate in ("rm", "chmod", "dd", "mv", "kill"):
+                _check_rules(candidate, hidden, cwds)
+        _check_rules(name, args, cwds)
         if name == "alias":  # alias x='rm -rf /'
             for arg in args:
                 if "=" in arg:
                     self.check(arg.split("=", 1)[1], depth + 1)
+        elif name == "find":
+            self._find(args, depth, cwds)
+        elif name in ("xargs", "parallel"):
+            self._fed(name, args, depth, cwds)
         if name in _SHELLS or name in _WRAPPERS:
             if depth >= MAX_DEPTH:
                 raise DeniedCommandError(
@@ -209,10 +260,65 @@ class _Checker:
             # argument that could start the wrapped command is checked as one, and every
             # argument that could be a script ("bash -c '…'", "su -c '…'") as a script.
             for index, arg in enumerate(args):
-                if _basename(arg) in _INTERESTING or _is_formatter(arg):
-                    self.command(args[index:], depth + 1, cwd)
+                if basename(arg) in _INTERESTING or basename(arg).startswith("mkfs"):
+                    self.command(args[index:], depth + 1, cwds)
                 if any(ch in arg for ch in " \t\n;&|`$(<>") and not arg.startswith("-"):
                     self.check(arg, depth + 1)
+
+    def _find(self, args: list[str], depth: int, cwds: Cwds) -> None:
+        """``find`` deleting, or running a command on, what it finds under a system tree."""
+        index = 0
+        while index < len(args) and (
+            args[index] in ("-H", "-L", "-P", "-D") or args[index].startswith("-O")
+        ):
+            index += 2 if args[index] == "-D" else 1
+        roots: list[str] = []
+        while index < len(args) and not args[index].startswith(("-", "(", "!", ")")):
+            roots.append(args[index])
+            index += 1
+        roots = roots or ["."]
+        runs: list[list[str]] = []
+        for start, arg in enumerate(args):
+            if arg in ("-exec", "-execdir", "-ok", "-okdir"):
+                end = start + 1
+                while end < len(args) and args[end] not in (";", "+"):
+                    end += 1
+                if end > start + 1:
+                    runs.append(args[start + 1 : end])
+        destructive = "-delete" in args or any(
+            basename(run[0]) in _FIND_FED or is_opaque_word(run[0]) for run in runs
+        )
+        for root in roots:
+            where = protected(root, cwds)
+            if destructive and where:
+                raise DeniedCommandError(
+                    "rm_root", f"find that deletes or rewrites {where}", "删除或改写系统目录"
+                )
+            if destructive and has_unknown(root):
+                raise _uncheckable(f"the tree {root} of a deleting find")
+            for run in runs:  # "{}" stands for each path found, the root first
+                self.command([word.replace("{}", root) for word in run], depth + 1, cwds)
+
+    def _fed(self, name: str, args: list[str], depth: int, cwds: Cwds) -> None:
+        """``xargs``/``parallel``: the command receives unknown arguments (or a script)."""
+        start = 0
+        if name == "xargs":
+            while start < len(args) and args[start].startswith("-"):
+                option = args[start]
+                takes_value = option in _XARGS_VALUES or (
+                    "=" not in option and any(long_option(option, v) for v in _XARGS_LONG_VALUES)
+                )
+                start += 2 if takes_value else 1
+        if start >= len(args):
+            return
+        first = basename(args[start])
+        candidates = range(start, len(args)) if first in _WRAPPERS else (start,)
+        for index in candidates:
+            fed = basename(args[index])
+            if fed in _XARGS_REFUSED or fed.startswith("mkfs"):
+                raise _uncheckable(f"what {name} feeds to {fed}")
+            if fed in ("rm", "chmod", "chown", "chgrp"):
+                self.command([*args[index:], _UNKNOWN_INPUT], depth + 1, cwds)
 
     def _spend(self, words: int) -> None:
         self.budget -= words
@@ -222,78 +328,15 @@ class _Checker:
             )
 
 
-def _tokenize(script: str) -> list[str]:
-    lexer = shlex.shlex(script, posix=True, punctuation_chars=_PUNCTUATION)
-    lexer.whitespace_split = True
-    lexer.whitespace = " \t\r"
-    # No comments: shlex would end a word at '#' ("a#b"), which bash does not, and hide what
-    # follows; checking comment text as commands only ever refuses more.
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:  # "No closing quotation", "No escaped character"
-        raise DeniedCommandError(
-            "unparsable", "the command has unbalanced quotes or escapes", "命令的引号或转义不完整"
-        ) from None
-
-
-_Simple = tuple[list[str], list[tuple[str, str]], bool]
-
-
-def _simple_commands(tokens: list[str]) -> Iterator[_Simple]:
-    """Split tokens at ``;`` ``&&`` ``||`` ``|`` ``&`` ``(`` ``)`` backticks and newlines into
-    (words, redirections, whether stdin is piped from the previous command) of each simple
-    command."""
-    words: list[str] = []
-    redirects: list[tuple[str, str]] = []
-    pending: str | None = None
-    piped = False
-    for token in tokens:
-        if token.startswith("#"):  # a comment: what follows is checked like a command
-            if words or redirects:
-                yield words, redirects, piped
-            words, redirects, pending = ([token[1:]] if len(token) > 1 else []), [], None
-            piped = False
-        elif token and all(ch in _PUNCTUATION for ch in token):
-            # "<(" and ">(" open a process substitution: a new command, not a redirection.
-            if ("<" in token or ">" in token) and "(" not in token:
-                pending = token
-                continue
-            if words or redirects:
-                yield words, redirects, piped
-            words, redirects, pending = [], [], None
-            piped = token in ("|", "|&")
-        elif pending is not None:
-            redirects.append((pending, token))
-            pending = None
-        else:
-            words.append(token)
-    if words or redirects:
-        yield words, redirects, piped
-
-
-def _substitutions(word: str) -> Iterator[str]:
-    """Scripts inside ``$(…)``, ``<(…)``, ``>(…)`` and backticks that survived as part of one
-    word (quoted). Unbalanced ones run to the end of the word."""
-    for opener in ("$(", "<(", ">("):
-        start = word.find(opener)
-        while start >= 0:
-            depth, index = 1, start + 2
-            while index < len(word) and depth:
-                depth += {"(": 1, ")": -1}.get(word[index], 0)
-                index += 1
-            yield word[start + 2 : index - 1 if depth == 0 else index]
-            start = word.find(opener, start + 2)
-    if "`" in word:
-        yield from word.split("`")[1::2]
+_DIRECTORY_WORDS = (["cd"], ["pushd"], ["popd"])
 
 
 def _feeds_a_shell(previous: list[str], command: list[str]) -> bool:
     """Whether ``previous | command`` pipes literal text (echo/printf) into a shell."""
     return (
         bool(previous and command)
-        and _basename(previous[0]) in ("echo", "printf")
-        and _basename(command[0]) in _SHELLS
+        and basename(previous[0]) in ("echo", "printf")
+        and basename(command[0]) in _SHELLS
     )
 
 
@@ -312,183 +355,224 @@ def _strip_prefix(words: list[str]) -> list[str]:
     return words[index:]
 
 
-def _basename(word: str) -> str:
-    return word.rstrip("/").rsplit("/", 1)[-1] if "/" in word else word
-
-
-def _is_formatter(word: str) -> bool:
-    name = _basename(word)
+def _is_formatter(name: str) -> bool:
     return name.startswith("mkfs") or name in _FORMATTERS
 
 
-def _options_and_operands(args: list[str]) -> tuple[list[str], list[str]]:
-    options: list[str] = []
-    operands: list[str] = []
-    for index, arg in enumerate(args):
-        if arg == "--":
-            operands.extend(args[index + 1 :])
-            break
-        (options if arg.startswith("-") and arg != "-" else operands).append(arg)
-    return options, operands
+def _check_write(target: str, cwds: Cwds) -> None:
+    rule = write_target(target, cwds)
+    if rule == "disk_write":
+        raise DeniedCommandError(
+            "disk_write", f"writing to the device {target}", "直接写入磁盘或设备"
+        )
+    if rule == "kernel_write":
+        raise DeniedCommandError(
+            "kernel_write", f"writing to the kernel control {target}", "写入内核控制文件"
+        )
 
 
-def _has_flag(options: list[str], short: str, long: str) -> bool:
-    return any(
-        option == long or (not option.startswith("--") and short in option[1:])
-        for option in options
-    )
+def _check_target(target: str, cwds: Cwds, what: str, chinese: str, rule: str) -> None:
+    """Refuse a destructive ``what`` (e.g. "recursive rm") of a protected or unknown target."""
+    where = protected(target, cwds)
+    if where:
+        raise DeniedCommandError(rule, f"{what} of {where}", f"{chinese} {where}")
+    if has_unknown(target):
+        raise _uncheckable(f"the target {target} of {what}")
 
 
-def _check_rules(name: str, args: list[str], cwd: str | None) -> None:
+def _check_rules(name: str, args: list[str], cwds: Cwds) -> None:
     """Raise if ``name args`` is on the deny-list."""
     if _is_formatter(name):
         raise DeniedCommandError("mkfs", f"{name} formats or wipes a disk", "格式化或擦除磁盘")
-    if name in _POWER or (name in ("init", "telinit") and args[:1] in (["0"], ["6"])):
-        raise DeniedCommandError("power", f"{name} stops the machine", "关机或重启")
-    if name == "systemctl" and {"poweroff", "reboot", "halt", "kexec"} & set(args):
-        raise DeniedCommandError("power", "systemctl would stop the machine", "关机或重启")
+    _check_power(name, args)
     if name == "dd":
         for arg in args:
-            if arg.startswith("of=") and _is_block_device(arg[3:]):
-                raise _deny_device(arg[3:])
+            if arg.startswith("of="):
+                _check_write(arg[3:], cwds)
+                if has_unknown(arg[3:]):
+                    raise _uncheckable(f"the output {arg[3:]} of dd")
     if name in _DEVICE_WRITERS:
         for arg in args:
-            if _is_block_device(arg):
-                raise _deny_device(arg)
-    options, operands = _options_and_operands(args)
+            _check_write(arg, cwds)
+    options, operands = options_and_operands(args)
     if name == "rm":
-        _check_rm(options, operands, cwd)
+        if any(long_option(option, "--no-preserve-root") for option in options):
+            raise DeniedCommandError("rm_root", "rm --no-preserve-root", "删除根目录")
+        if has_flag(options, "rR", "--recursive"):
+            for target in operands:
+                _check_target(target, cwds, "recursive rm", "递归删除", "rm_root")
     elif name in ("chmod", "chown", "chgrp"):
-        recursive = _has_flag(options, "R", "--recursive")
-        for target in operands[1:]:  # the first operand is the mode or owner
-            where = _protected(target, cwd)
-            if where == "/" or (recursive and where):
-                raise DeniedCommandError(
-                    "chmod_root",
-                    f"{name} of {where} changes the whole system",
-                    "递归修改系统目录的权限或属主",
-                )
-    elif name == "kill":
-        _check_kill(args)
-    elif name == "find":
-        _check_find(args, cwd)
+        _check_chmod(name, options, operands, cwds)
+    elif name in ("kill", "killall", "killall5", "pkill"):
+        _check_kill(name, args)
     elif name == "mv":
-        for source in operands[:-1]:
-            if _protected(source, cwd):
-                raise DeniedCommandError("rm_root", f"mv would move {source} away", "移走系统目录")
+        _check_mv(args, cwds)
+    elif name == "rsync":
+        deletes = any(option.startswith("--del") for option in options)
+        moves = any(long_option(option, "--remove-source-files") for option in options)
+        for index, target in enumerate(operands):
+            where = protected(target, cwds)
+            # The destination follows at least one source; sources are moved away.
+            if where and ((deletes and index > 0) or moves):
+                raise DeniedCommandError("rm_root", f"rsync that empties {where}", "清空系统目录")
 
 
-def _check_rm(options: list[str], operands: list[str], cwd: str | None) -> None:
-    if "--no-preserve-root" in options:
-        raise DeniedCommandError("rm_root", "rm --no-preserve-root", "删除根目录")
-    if not _has_flag(options, "r", "--recursive") and not _has_flag(options, "R", "--recursive"):
-        return
-    for target in operands:
-        where = _protected(target, cwd)
+def _check_power(name: str, args: list[str]) -> None:
+    stops = (
+        name in _POWER
+        or (name in ("init", "telinit") and bool(_RUNLEVELS.intersection(args)))
+        or (
+            name in ("systemctl", "loginctl")
+            and any(arg.removesuffix(".target") in _STOP_VERBS for arg in args)
+        )
+    )
+    if stops:
+        raise DeniedCommandError("power", f"{name} would stop the machine", "关机或重启")
+
+
+def _check_chmod(name: str, options: list[str], operands: list[str], cwds: Cwds) -> None:
+    recursive = has_flag(options, "R", "--recursive")
+    # The first operand is the mode or owner, unless --reference or a mode spelled like an
+    # option ("chmod -R -w /usr") took its place.
+    mode_given = any(
+        long_option(o, "--reference") or (name == "chmod" and _CHMOD_MODE_OPTION.match(o))
+        for o in options
+    )
+    targets = operands if mode_given or len(operands) < 2 else operands[1:]
+    for target in targets:
+        if recursive:
+            _check_target(target, cwds, f"recursive {name}", "递归修改权限或属主", "chmod_root")
+        elif protected(target, cwds) == "/":
+            raise DeniedCommandError("chmod_root", f"{name} of /", "修改根目录的权限或属主")
+
+
+def _check_mv(args: list[str], cwds: Cwds) -> None:
+    """``mv`` of a protected directory, wherever the destination is given."""
+    sources: list[str] = []
+    target_given = False
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            sources.extend(args[index + 1 :])
+            break
+        if arg.startswith("--"):
+            takes = long_option(arg, "--target-directory") or long_option(arg, "--suffix")
+            target_given |= long_option(arg, "--target-directory")
+            index += 2 if takes and "=" not in arg else 1
+            continue
+        if arg.startswith("-") and arg != "-":
+            letters = arg[1:]
+            for position, letter in enumerate(letters):
+                if letter in "tS":  # -t DIR, -S SUFFIX (attached or separate)
+                    target_given |= letter == "t"
+                    index += 1 if letters[position + 1 :] else 2
+                    break
+            else:
+                index += 1
+            continue
+        sources.append(arg)
+        index += 1
+    if not target_given:
+        sources = sources[:-1]
+    for source in sources:
+        where = protected(source, cwds)
         if where:
-            raise DeniedCommandError("rm_root", f"recursive rm of {where}", f"递归删除 {where}")
+            raise DeniedCommandError("rm_root", f"mv would move {where} away", "移走系统目录")
 
 
-def _check_kill(args: list[str]) -> None:
+def _check_kill(name: str, args: list[str]) -> None:
+    if name == "killall5":
+        raise DeniedCommandError("kill_all", "killall5 kills every process", "终止所有进程")
+    if name == "kill":
+        targets = _kill_targets(args)
+        if "-1" in targets or "1" in targets:
+            raise DeniedCommandError(
+                "kill_all", "kill of every process (or of init)", "终止所有进程或 init"
+            )
+        return
+    patterns, users = _process_selection(name, args)
+    if not patterns and users:
+        raise DeniedCommandError(
+            "kill_all", f"{name} of every process of a user", "终止某用户的所有进程"
+        )
+    regex = name == "pkill" or any(
+        long_option(a, "--regexp") or (a[:1] == "-" and a[1:2] != "-" and "r" in a) for a in args
+    )
+    for pattern in patterns:
+        if _matches_init(pattern, regex):
+            raise DeniedCommandError(
+                "kill_all", f"{name} {pattern} matches every process or init", "终止所有进程或 init"
+            )
+
+
+def _kill_targets(args: list[str]) -> list[str]:
     index = 0
     if args and args[0] in ("-s", "-n"):
         index = 2  # kill -s KILL pid
     elif args and args[0].startswith("-") and args[0] != "--":
         if args[0] in ("-l", "-L") or args[0].startswith("--list"):
-            return
+            return []
         index = 1  # kill -9 pid, kill -KILL pid
-    pids = [arg for arg in args[index:] if arg != "--"]
-    if "-1" in pids or "1" in pids:
-        raise DeniedCommandError(
-            "kill_all", "kill of every process (or of init)", "终止所有进程或 init"
-        )
+    return [arg for arg in args[index:] if arg != "--"]
 
 
-def _check_find(args: list[str], cwd: str | None) -> None:
-    roots: list[str] = []
-    for arg in args:
-        if arg.startswith(("-", "(", "!")):
+# Options of killall and pkill followed by a value (short letters, long names).
+_KILLALL_VALUES = ("suoynZ", ("--signal", "--user", "--older-than", "--younger-than", "--ns"))
+_PKILL_VALUES = ("dgGPstuUF", ("--signal", "--euid", "--uid", "--group", "--pgroup", "--parent"))
+
+
+def _process_selection(name: str, args: list[str]) -> tuple[list[str], list[str]]:
+    """The name patterns and the users that ``killall``/``pkill`` ``args`` select."""
+    shorts, longs = _KILLALL_VALUES if name == "killall" else _PKILL_VALUES
+    patterns: list[str] = []
+    users: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        value: str | None = None
+        if arg == "--":
+            patterns.extend(args[index + 1 :])
             break
-        roots.append(arg)
-    if not any(_protected(root, cwd) for root in roots):
-        return
-    deleting = "-delete" in args or any(
-        arg in ("-exec", "-execdir", "-ok", "-okdir")
-        and index + 1 < len(args)
-        and _basename(args[index + 1]) in ("rm", "shred", "unlink")
-        for index, arg in enumerate(args)
-    )
-    if deleting:
-        raise DeniedCommandError("rm_root", "find that deletes a system tree", "删除系统目录")
+        if arg.startswith("--"):
+            spelled, _, attached = arg.partition("=")
+            if any(long_option(spelled, option) for option in longs):
+                value = (
+                    attached if "=" in arg else (args[index + 1] if index + 1 < len(args) else "")
+                )
+                index += 0 if "=" in arg else 1
+            if long_option(spelled, "--user") or long_option(spelled, "--euid"):
+                users.append(value or "")
+        elif (
+            arg.startswith("-") and len(arg) > 1 and not arg[1:].isdigit() and not arg[1].isupper()
+        ):
+            for position, letter in enumerate(arg[1:], start=1):
+                if letter in shorts:
+                    value = arg[position + 1 :]
+                    if not value:
+                        index += 1
+                        value = args[index] if index < len(args) else ""
+                    if letter in "uU":
+                        users.append(value)
+                    break
+        elif not arg.startswith("-"):
+            patterns.append(arg)
+        index += 1
+    return patterns, users
 
 
-def _normalize(path: str, cwd: str | None) -> str | None:
-    """``path`` as an absolute path ("~" for a home directory), or ``None`` if unknown."""
-    path = _HOME.sub("~", path)
-    path = _TILDE.sub("~", path)
-    if not path.startswith(("/", "~")):
-        if cwd is None:
-            return None
-        path = f"{cwd}/{path}"
-    if path.startswith("~"):
-        rest = _absolute("/" + path[1:])
-        return "~" if rest == "/" else "~" + rest
-    return _absolute(path)
-
-
-def _absolute(path: str) -> str:
-    # Collapse "//" first: normpath keeps a leading "//" (POSIX leaves its meaning open).
-    return posixpath.normpath(re.sub(r"/+", "/", path))
-
-
-def _protected(target: str, cwd: str | None) -> str | None:
-    """The protected directory ``target`` removes (``/`` for ``/*``), or ``None``."""
-    for variant in _variants(target):
-        path = _normalize(variant, cwd)
-        if path is None:
-            continue
-        if path in _PROTECTED:
-            return path
-        head, tail = posixpath.split(path)
-        if _GLOB.search(tail) and head in _PROTECTED:  # "/*", "/u*", "~/.*": all of it
-            return head
-    return None
-
-
-def _variants(target: str) -> list[str]:
-    """``target`` after brace expansion, each also with its variables empty ("$DIR/" is
-    "/" when DIR is unset)."""
-    variants = _expand_braces(target)
-    return variants + [_VARIABLE.sub("", v) for v in variants if "$" in v]
-
-
-def _expand_braces(word: str) -> list[str]:
-    done: list[str] = []
-    todo = [word]
-    while todo and len(done) + len(todo) < _MAX_VARIANTS:
-        current = todo.pop()
-        match = _BRACES.search(current)
-        if match is None:
-            done.append(current)
-            continue
-        head, tail = current[: match.start()], current[match.end() :]
-        todo.extend(head + alternative + tail for alternative in match.group(1).split(","))
-    return done + todo
-
-
-def _change_dir(cwd: str | None, args: list[str]) -> str | None:
-    operands = [arg for arg in args if not arg.startswith("-")]
-    if not operands:
-        return "~"
-    return _normalize(operands[0], cwd)
-
-
-def _is_block_device(path: str) -> bool:
-    normalized = _absolute(path) if path.startswith("/") else path
-    return _BLOCK_DEVICE.match(normalized) is not None
-
-
-def _deny_device(target: str) -> DeniedCommandError:
-    return DeniedCommandError(
-        "disk_write", f"writing to the disk device {target}", "直接写入磁盘设备"
-    )
+def _matches_init(pattern: str, regex: bool) -> bool:
+    """Whether a process pattern selects init (pid 1) — and with it usually everything."""
+    if not regex:
+        return basename(pattern) in _PID1_NAMES
+    # A user regex runs on two short names only; long or heavily quantified ones, which
+    # could backtrack for long, are refused rather than run.
+    if len(pattern) > 64 or sum(pattern.count(ch) for ch in "*+?{") > 4:
+        return True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # POSIX classes like [[:alpha:]] warn in Python
+            compiled = re.compile(pattern, re.IGNORECASE)
+    except re.error:
+        return True
+    return any(compiled.search(name) for name in _PID1_NAMES)
