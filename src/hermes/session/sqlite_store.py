@@ -1,42 +1,27 @@
 """The default session store: one SQLite file (WAL), one connection, one worker thread.
 
-Why not "always hand the work to a thread": a turn makes about six store calls of 10–80 µs
-each, and a hop to a worker thread and back costs 100–200 µs on these machines — the hop,
-not the disk, was most of a turn's overhead. So each call first tries the fast path: if the
-connection is free, it runs right away on the caller's thread with ``busy_timeout = 0``, which
-can never wait on another process's lock. Anything that could block goes to the single worker
-thread instead (STYLE §7, blocking work off the event loop): a call that meets a lock held by
-another process (``SQLITE_BUSY``) is retried there with the real busy timeout, a call that
-finds the connection in use waits there, and WAL checkpoints (the only step that fsyncs) run
-there (holding the connection, so fast-path calls queue on the worker meanwhile), since
-automatic checkpoints, which would run inside some unlucky commit, are switched off.
-One ``threading.Lock`` guards the connection, so a transaction never interleaves with another;
-write transactions are ``BEGIN IMMEDIATE`` so seqs stay contiguous even when several
-processes share the file.
+The connection is owned by :class:`hermes.sqlite_support.SQLiteWorker`: calls that cannot block
+run on the caller's thread, anything that could (another process's lock, WAL checkpoints) on
+the worker — its docstring says why and how. Write transactions are ``BEGIN IMMEDIATE`` so seqs
+stay contiguous even when several processes share the file.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
 from hermes.errors import InvalidIdError, SessionAccessError, StoreError
 from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
 from hermes.session.migrations import apply_migrations
-from hermes.sqlite_support import enable_wal, is_busy
-
-P = ParamSpec("P")
-T = TypeVar("T")
+from hermes.sqlite_support import SQLiteWorker, enable_wal, is_busy
 
 DEFAULT_DB_PATH = Path(".hermes") / "hermes.db"
 
@@ -166,9 +151,6 @@ def _record_from_row(row: Any) -> SessionRecord:
     )
 
 
-_CHECKPOINT_EVERY = 500  # row changes between WAL checkpoints (a few MB of WAL)
-
-
 def _covers_until(summary: Item) -> int:
     """The last seq a summary folds in; a summary without the mark covers all before it."""
     value = (summary.meta or {}).get("covers_until")
@@ -199,7 +181,7 @@ def _check_ids(session_id: str, user_id: str | None) -> None:
             )
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteWorker):
     """A :class:`~hermes.session.store.Store` on one SQLite file.
 
     ``path`` defaults to ``./.hermes/hermes.db`` (parent directories are created); ``":memory:"``
@@ -219,29 +201,20 @@ class SQLiteStore:
         sticky_limit: int = 50,
     ) -> None:
         raw = DEFAULT_DB_PATH if path is None else path
-        self.path = str(raw) if str(raw) == ":memory:" else str(Path(raw))
-        self.busy_timeout = busy_timeout
+        super().__init__(
+            str(raw) if str(raw) == ":memory:" else str(Path(raw)),
+            busy_timeout,
+            thread_name="hermes-sqlite",
+        )
         self.window_limit = max(1, window_limit)
         self.sticky_limit = max(0, sticky_limit)
-        self._conn: sqlite3.Connection | None = None
-        self._closed = False
-        #: Held by whoever uses ``_conn`` (the event loop's fast path or the worker thread).
-        self._lock = threading.Lock()
-        self._writes_since_checkpoint = 0
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-sqlite")
-        try:
-            self._executor.submit(self._open).result()
-        except BaseException:
-            self._closed = True
-            self._executor.shutdown(wait=True)
-            raise
+        self._open_now()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
 
-    # -- the worker side ---------------------------------------------------------------------
-
-    def _open(self) -> None:
+    def _connect(self) -> sqlite3.Connection:
+        """Open, switch to WAL, migrate (on the worker, holding the lock)."""
         if self.path != ":memory:":
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -278,35 +251,6 @@ class SQLiteStore:
         except BaseException:
             conn.close()
             raise
-        self._conn = conn
-
-    def _close_connection(self) -> None:
-        with self._lock:
-            conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except sqlite3.Error as exc:
-                raise self._error(exc, "close") from exc
-
-    def _call(
-        self,
-        action: str,
-        fn: Callable[Concatenate[sqlite3.Connection, P], T],
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> T:
-        conn = self._connection()
-        try:
-            return fn(conn, *args, **kwargs)
-        except sqlite3.Error as exc:
-            raise self._error(exc, action) from exc
-
-    def _connection(self) -> sqlite3.Connection:
-        """The open connection (the caller holds the lock), or ``StoreError`` once closed."""
-        conn = self._conn
-        if conn is None:
-            raise StoreError(f"the store {self.path} is closed", path=self.path)
         return conn
 
     def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
@@ -333,95 +277,6 @@ class SQLiteStore:
         return StoreError(
             message, path=path, action=action, sqlite_error=name or type(exc).__name__
         )
-
-    # -- the caller side ---------------------------------------------------------------------
-
-    def _submit(
-        self,
-        action: str,
-        fn: Callable[Concatenate[sqlite3.Connection, P], T],
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> Future[T]:
-        if self._closed:
-            raise StoreError(f"the store {self.path} is closed", path=self.path)
-
-        def job() -> T:
-            with self._lock:
-                return self._call_patiently(action, fn, *args, **kwargs)
-
-        try:
-            return self._executor.submit(job)
-        except RuntimeError as exc:  # the executor was shut down meanwhile
-            raise StoreError(f"the store {self.path} is closed", path=self.path) from exc
-
-    async def _run(
-        self,
-        action: str,
-        fn: Callable[Concatenate[sqlite3.Connection, P], T],
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> T:
-        """Run ``fn`` now if that cannot block, else on the worker thread (module docstring)."""
-        if not self._closed and self._lock.acquire(blocking=False):
-            try:
-                conn = self._connection()
-                try:
-                    result = fn(conn, *args, **kwargs)
-                except sqlite3.Error as exc:
-                    if not is_busy(exc):
-                        raise self._error(exc, action) from exc
-                    # Another process holds the write lock: wait for it on the worker.
-                else:
-                    self._after_call(conn)
-                    return result
-            finally:
-                self._lock.release()
-        return await asyncio.wrap_future(self._submit(action, fn, *args, **kwargs))
-
-    def _call_patiently(
-        self,
-        action: str,
-        fn: Callable[Concatenate[sqlite3.Connection, P], T],
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> T:
-        """On the worker, holding the lock: run with the real busy timeout."""
-        conn = self._connection()
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000):d}")
-        try:
-            result = self._call(action, fn, *args, **kwargs)
-        finally:
-            conn.execute("PRAGMA busy_timeout = 0")
-        self._after_call(conn)
-        return result
-
-    def _after_call(self, conn: sqlite3.Connection) -> None:
-        """Count writes; every so often checkpoint the WAL on the worker (it fsyncs)."""
-        if conn.total_changes == self._writes_since_checkpoint or self.path == ":memory:":
-            return
-        if conn.total_changes - self._writes_since_checkpoint >= _CHECKPOINT_EVERY:
-            self._writes_since_checkpoint = conn.total_changes
-            self._executor.submit(self._checkpoint)
-
-    def _checkpoint(self) -> None:
-        """On the worker: a PASSIVE checkpoint of the WAL (it fsyncs, so never on the fast path).
-
-        It holds the connection lock meanwhile, so fast-path calls queue behind it on the
-        worker instead of blocking the event loop. Keeping the WAL short keeps commits cheap:
-        an unchecked WAL made each commit 3-4x slower.
-        """
-        with self._lock:
-            conn = self._conn
-            if conn is None:
-                return
-            try:
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            except sqlite3.Error as exc:
-                # A failed passive checkpoint only delays WAL reuse; the next one retries.
-                from hermes.observe import get_logger
-
-                get_logger("session").warning("wal_checkpoint_failed", error=str(exc))
 
     # -- Store protocol ----------------------------------------------------------------------
 
@@ -519,26 +374,6 @@ class SQLiteStore:
         _check_ids(session_id, user_id)
         future = self._submit("bulk_import", _bulk_import, session_id, user_id, items, time.time())
         return future.result()
-
-    async def close(self) -> None:
-        """Close the connection on its thread and stop the worker; later calls raise."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            await asyncio.wrap_future(self._executor.submit(self._close_connection))
-        finally:
-            self._executor.shutdown(wait=False)
-
-    def close_sync(self) -> None:
-        """Blocking :meth:`close`, for code outside an event loop."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._executor.submit(self._close_connection).result()
-        finally:
-            self._executor.shutdown(wait=True)
 
     async def __aenter__(self) -> SQLiteStore:
         return self

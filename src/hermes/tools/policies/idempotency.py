@@ -27,14 +27,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Hashable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from hermes.errors import StoreError
 from hermes.observe import get_logger
-from hermes.sqlite_support import enable_wal, is_busy
+from hermes.sqlite_support import SQLiteWorker, enable_wal, is_busy
 
 __all__ = ["IdempotencyStore", "KeyLocks", "idempotency_key", "new_owner"]
 
@@ -59,7 +59,6 @@ CREATE INDEX IF NOT EXISTS tool_idempotency_expiry ON tool_idempotency (expires_
 _POLL_S = 0.05  # how often a caller re-reads a key another process has claimed
 # Row changes between WAL checkpoints and purges of expired rows (two per stored call). The
 # maintenance holds the connection for a few ms, sending that moment's calls to the worker.
-_MAINTAIN_EVERY = 1024
 
 _Status = Literal["done", "busy", "claimed"]
 
@@ -121,7 +120,7 @@ class KeyLocks:
                     del self._slots[scoped]
 
 
-class IdempotencyStore:
+class IdempotencyStore(SQLiteWorker):
     """The stored results of one SQLite file. Nothing is opened until the first operation.
 
     ``clock`` gives wall-clock seconds (expiry times outlive the process, so not monotonic;
@@ -130,6 +129,9 @@ class IdempotencyStore:
     sentence.
     """
 
+    kind = "idempotency store"
+    maintain_every = 1024
+
     def __init__(
         self,
         path: str | os.PathLike[str],
@@ -137,14 +139,8 @@ class IdempotencyStore:
         clock: Callable[[], float] = time.time,
         busy_timeout: float = 5.0,
     ) -> None:
-        self.path = str(path)
+        super().__init__(str(path), busy_timeout, thread_name="hermes-idem")
         self.clock = clock
-        self.busy_timeout = busy_timeout
-        self._conn: sqlite3.Connection | None = None
-        self._closed = False
-        self._lock = threading.Lock()  # held by whoever uses _conn
-        self._changes_at_maintenance = 0
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hermes-idem")
 
     def __repr__(self) -> str:
         return f"IdempotencyStore({self.path!r})"
@@ -222,78 +218,8 @@ class IdempotencyStore:
 
         future.add_done_callback(report)
 
-    async def close(self) -> None:
-        """Close the file; later operations raise ``StoreError``. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        future = self._executor.submit(self._close_connection)
-        self._executor.shutdown(wait=False)
-        await asyncio.wrap_future(future)
-
-    def close_sync(self) -> None:
-        """:meth:`close` for code outside an event loop."""
-        if not self._closed:
-            self._closed = True
-            self._executor.submit(self._close_connection)
-            self._executor.shutdown(wait=True)
-
-    # -- fast path, worker -----------------------------------------------------------------
-
-    async def _run(
-        self,
-        action: str,
-        fn: Callable[Concatenate[sqlite3.Connection, P], T],
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> T:
-        """Run ``fn`` now if that cannot block, else on the worker thread."""
-        if not self._closed and self._conn is not None and self._lock.acquire(blocking=False):
-            try:
-                conn = self._conn
-                if conn is not None:
-                    try:
-                        result = fn(conn, *args, **kwargs)
-                    except sqlite3.Error as exc:
-                        if not is_busy(exc):
-                            raise self._error(exc, action) from exc
-                    else:
-                        self._after_call(conn)
-                        return result
-            finally:
-                self._lock.release()
-        return await asyncio.wrap_future(self._submit(action, fn, *args, **kwargs))
-
-    def _submit(
-        self,
-        action: str,
-        fn: Callable[Concatenate[sqlite3.Connection, P], T],
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> Future[T]:
-        if self._closed:
-            raise StoreError(f"the idempotency store {self.path} is closed", path=self.path)
-
-        def job() -> T:
-            with self._lock:
-                conn = self._conn if self._conn is not None else self._open()
-                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000):d}")
-                try:
-                    result = fn(conn, *args, **kwargs)
-                except sqlite3.Error as exc:
-                    raise self._error(exc, action) from exc
-                finally:
-                    conn.execute("PRAGMA busy_timeout = 0")
-                self._after_call(conn)
-                return result
-
-        try:
-            return self._executor.submit(job)
-        except RuntimeError as exc:  # shut down meanwhile
-            raise StoreError(f"the idempotency store {self.path} is closed") from exc
-
-    def _open(self) -> sqlite3.Connection:
-        """On the worker, holding the lock."""
+    def _connect(self) -> sqlite3.Connection:
+        """On the worker, holding the lock: open the file, create the table."""
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -317,36 +243,12 @@ class IdempotencyStore:
         except sqlite3.Error as exc:
             conn.close()
             raise self._error(exc, "open") from exc
-        self._conn = conn
         return conn
 
-    def _close_connection(self) -> None:
-        with self._lock:
-            conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
-
-    def _after_call(self, conn: sqlite3.Connection) -> None:
-        if conn.total_changes - self._changes_at_maintenance < _MAINTAIN_EVERY or self._closed:
-            return
-        self._changes_at_maintenance = conn.total_changes
-        try:
-            self._executor.submit(self._maintain)
-        except RuntimeError:  # closed meanwhile: nothing left to maintain
-            return
-
-    def _maintain(self) -> None:
+    def _maintain_connection(self, conn: sqlite3.Connection) -> None:
         """On the worker: drop expired rows and checkpoint the WAL (it fsyncs: never inline)."""
-        with self._lock:
-            conn = self._conn
-            if conn is None:
-                return
-            try:
-                conn.execute("DELETE FROM tool_idempotency WHERE expires_at <= ?", (self.clock(),))
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            except sqlite3.Error as exc:
-                # Only delays the cleanup: the next maintenance retries.
-                logger.warning("idempotency_maintenance_failed", path=self.path, error=str(exc))
+        conn.execute("DELETE FROM tool_idempotency WHERE expires_at <= ?", (self.clock(),))
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
         if is_busy(exc):
