@@ -167,7 +167,7 @@ class SQLiteWorker(abc.ABC):
 
         try:
             self._executor.submit(job).result()
-        except BaseException:
+        except BaseException:  # clean up, then re-raise unchanged
             self._closed = True
             self._executor.shutdown(wait=True)
             raise

@@ -104,7 +104,7 @@ def apply_migrations(
                 version += 1
                 conn.execute(f"PRAGMA user_version = {version:d}")
             conn.execute("COMMIT")
-        except BaseException:
+        except BaseException:  # clean up, then re-raise unchanged
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise

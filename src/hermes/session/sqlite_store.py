@@ -163,7 +163,7 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     try:
         yield
         conn.execute("COMMIT")
-    except BaseException:
+    except BaseException:  # clean up, then re-raise unchanged
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
@@ -248,7 +248,7 @@ class SQLiteStore(SQLiteWorker):
         except sqlite3.Error as exc:
             conn.close()
             raise self._error(exc, "open") from exc
-        except BaseException:
+        except BaseException:  # clean up, then re-raise unchanged
             conn.close()
             raise
         return conn

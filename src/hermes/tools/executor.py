@@ -276,7 +276,7 @@ async def _idempotent(run: _Call) -> ToolResult:
             return _replayed(tool, stored, run.start)
         try:
             result = await _cached(run)
-        except BaseException:
+        except BaseException:  # record "unknown", then re-raise unchanged
             # Cancelled while the tool may be running or may have had its effect: whether it
             # happened is unknown, so the key must not simply run again (it could pay twice).
             store.complete_soon(

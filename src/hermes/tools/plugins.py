@@ -158,7 +158,7 @@ def import_plugin(path: str | Path) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except BaseException:
+    except BaseException:  # clean up, then re-raise unchanged
         if previous is not None:
             sys.modules[name] = previous
         else:

@@ -183,7 +183,7 @@ def _open_dir(root_fd: int, parts: tuple[str, ...], *, create: bool = False) -> 
                 raise
             os.close(fd)
             fd = nxt
-    except BaseException:
+    except BaseException:  # clean up, then re-raise unchanged
         os.close(fd)
         raise
     return fd
@@ -213,7 +213,7 @@ def _open_regular(dir_fd: int, name: str, display: str) -> tuple[int, os.stat_re
     try:
         info = os.fstat(fd)
         _require_regular(info, display)
-    except BaseException:
+    except BaseException:  # clean up, then re-raise unchanged
         os.close(fd)
         raise
     return fd, info
@@ -426,7 +426,7 @@ def _replace_atomically(dir_fd: int, name: str, data: bytes, display: str) -> bo
         finally:
             os.close(fd)
         os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
+    except BaseException:  # clean up, then re-raise unchanged
         with suppress(FileNotFoundError):
             os.unlink(temp, dir_fd=dir_fd)
         raise

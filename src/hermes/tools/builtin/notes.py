@@ -165,7 +165,7 @@ def _connection(path: Path) -> sqlite3.Connection:
             enable_wal(connection, _BUSY_TIMEOUT_S)
             connection.executescript(_SCHEMA)
         connection.execute("PRAGMA synchronous = NORMAL")  # durable enough under WAL
-    except BaseException:
+    except BaseException:  # clean up, then re-raise unchanged
         connection.close()
         raise
     cache[path] = (connection, os.stat(path).st_ino)
@@ -214,7 +214,7 @@ def _add(ctx: ToolContext, kind: Kind, text: str) -> dict[str, Any]:
                 (user, kind, number, cleaned, _now()),
             )
             db.execute("COMMIT")
-        except BaseException:
+        except BaseException:  # clean up, then re-raise unchanged
             if db.in_transaction:  # a failed COMMIT may already have ended it
                 db.execute("ROLLBACK")
             raise
