@@ -7,9 +7,6 @@ client (the suite's guard against real model requests applies only to this proce
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
-
-import pytest
 
 from tests.channels.conftest import ANSI_ESCAPE, FSM_STATES, RUN_JSON_KEYS, Hermes, write_config
 from tests.models.fake_chat_server import FakeChatServer, Reply, ScriptedCall
@@ -31,12 +28,6 @@ def closed_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def server() -> Iterator[FakeChatServer]:
-    with FakeChatServer() as fake:
-        yield fake
 
 
 def test_unreachable_model_gives_an_honest_reply_and_an_error_in_the_json(
