@@ -29,6 +29,7 @@ Design, for a turn that logs about five lines at well under a millisecond of ove
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
@@ -40,10 +41,10 @@ from datetime import date, datetime
 from enum import Enum
 from pathlib import Path
 from types import MappingProxyType
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
-import structlog
-from structlog.typing import FilteringBoundLogger
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger
 
 from hermes.errors import ConfigError, HermesError
 from hermes.observe.redaction import redact
@@ -162,30 +163,49 @@ def _json_default(value: Any) -> Any:
     return repr(value)
 
 
-_PROCESSORS: tuple[Any, ...] = (
-    _shape,
-    _redact,
-    structlog.processors.format_exc_info,
-    structlog.processors.JSONRenderer(
-        ensure_ascii=False, separators=(",", ":"), default=_json_default
-    ),
-)
-# Level filtering happens in HermesLogger before structlog is called; this class lets all through.
-_BOUND_CLASS = structlog.make_filtering_bound_logger(DEBUG)
+@functools.cache
+def _chain() -> tuple[tuple[Any, ...], Any]:
+    """The processor chain and the bound-logger class, built on the first line actually written.
+
+    structlog is imported here, not at the top: importing it costs ~120 ms (it pulls in rich),
+    and a process that never writes a line — a sandboxed tool's child, ``hermes --help`` —
+    should not pay for it.
+    """
+    import structlog
+
+    processors: tuple[Any, ...] = (
+        _shape,
+        _redact,
+        structlog.processors.format_exc_info,
+        structlog.processors.JSONRenderer(
+            ensure_ascii=False, separators=(",", ":"), default=_json_default
+        ),
+    )
+    # Level filtering happens in HermesLogger before structlog is called; this lets all through.
+    return processors, structlog.make_filtering_bound_logger(DEBUG)
 
 
 class HermesLogger:
     """A module's logger: ``debug``/``info``/``warning``/``error``/``exception`` take an event
     name and keyword fields. Get one with ``get_logger``; ``bind`` adds fixed fields."""
 
-    __slots__ = ("_bound",)
+    __slots__ = ("_built", "_fields")
 
-    def __init__(self, bound: FilteringBoundLogger) -> None:
-        self._bound = bound
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self._fields = fields
+        self._built: FilteringBoundLogger | None = None
+
+    @property
+    def _bound(self) -> FilteringBoundLogger:
+        built = self._built
+        if built is None:
+            processors, bound_class = _chain()
+            built = self._built = bound_class(_SINK, processors, dict(self._fields))
+        return built
 
     def bind(self, **fields: Any) -> HermesLogger:
         """A logger that adds ``fields`` to every line."""
-        return HermesLogger(self._bound.bind(**fields))
+        return HermesLogger({**self._fields, **fields})
 
     def is_enabled(self, level: LevelName) -> bool:
         """Whether a line at ``level`` would be written; check before computing costly fields."""
@@ -221,8 +241,7 @@ def get_logger(module: str) -> HermesLogger:
     """The logger of ``module`` (a short name such as ``"agent"`` or ``"tools"``); cached."""
     logger = _LOGGERS.get(module)
     if logger is None:
-        bound: FilteringBoundLogger = _BOUND_CLASS(_SINK, _PROCESSORS, {"module": module})  # type: ignore[call-arg]
-        logger = _LOGGERS.setdefault(module, HermesLogger(bound))
+        logger = _LOGGERS.setdefault(module, HermesLogger({"module": module}))
     return logger
 
 
@@ -249,8 +268,11 @@ def configure_logging(file: str | Path | None, level: str = "INFO") -> None:
             _SINK.swap(None if path is None else _open_log_file(path), path)
         _SETTINGS.min_level = _OFF if path is None else wanted
         _SETTINGS.applied = (path, wanted)
+        import structlog
+
+        processors, _ = _chain()
         structlog.configure(
-            processors=list(_PROCESSORS),
+            processors=list(processors),
             wrapper_class=structlog.make_filtering_bound_logger(
                 CRITICAL if path is None else wanted
             ),
@@ -266,7 +288,9 @@ def reset_logging() -> None:
         _SINK.swap(None, None)
         _SETTINGS.min_level = _OFF
         _SETTINGS.applied = None
-        structlog.reset_defaults()
+        structlog = sys.modules.get("structlog")
+        if structlog is not None:  # never imported: nothing to reset
+            structlog.reset_defaults()
 
 
 def _open_log_file(path: Path) -> IO[str]:
