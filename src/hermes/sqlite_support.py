@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
 from hermes.errors import StoreError
@@ -60,9 +61,9 @@ class SQLiteWorker(abc.ABC):
     checkpoints, which would run inside some unlucky commit, are off. One ``threading.Lock``
     guards the connection, so a transaction never interleaves with another.
 
-    Subclasses open the connection in :meth:`_connect` (on the worker, holding the lock; it
-    must leave ``busy_timeout = 0`` and ``wal_autocheckpoint = 0`` set) and turn sqlite3 errors
-    into one clear ``StoreError`` in :meth:`_error`.
+    Subclasses create their tables in :meth:`_prepare` (called once the file is open, in WAL
+    mode, on the worker holding the lock) and turn sqlite3 errors into one clear ``StoreError``
+    in :meth:`_error`.
     """
 
     #: Row changes between two runs of :meth:`_maintain` (a few MB of WAL).
@@ -82,8 +83,8 @@ class SQLiteWorker(abc.ABC):
 
     # -- subclass hooks ------------------------------------------------------------------------
     @abc.abstractmethod
-    def _connect(self) -> sqlite3.Connection:
-        """Open and prepare the connection (on the worker, holding the lock)."""
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Create or migrate the schema (on the worker, holding the lock, busy timeout on)."""
 
     @abc.abstractmethod
     def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
@@ -150,6 +151,47 @@ class SQLiteWorker(abc.ABC):
             return self._executor.submit(job)
         except RuntimeError as exc:  # the executor was shut down meanwhile
             raise self._closed_error() from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        """Open the file: parent directories, WAL, :meth:`_prepare`; then the fast-path settings
+        (``busy_timeout = 0``, automatic checkpoints off — see the class docstring)."""
+        in_memory = self.path == ":memory:"
+        if not in_memory:
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the directory of the {self.kind} {self.path}: "
+                    f"{exc.strerror or exc}",
+                    path=self.path,
+                ) from exc
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise self._error(exc, "open") from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000):d}")
+            mode = enable_wal(conn, self.busy_timeout)
+            if mode != "wal" and not in_memory:
+                # e.g. a network filesystem without shared memory: still correct, but every
+                # write blocks readers, and the fast path meets SQLITE_BUSY far more often.
+                from hermes.observe import get_logger
+
+                get_logger("store").warning("sqlite_not_wal", path=self.path, mode=mode)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._prepare(conn)
+            conn.execute("PRAGMA busy_timeout = 0")
+            if not in_memory:
+                conn.execute("PRAGMA wal_autocheckpoint = 0")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise self._error(exc, "open") from exc
+        except BaseException:  # clean up, then re-raise unchanged
+            conn.close()
+            raise
+        return conn
 
     def _open_locked(self) -> sqlite3.Connection:
         if self._conn is None:

@@ -17,6 +17,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
+def http_url(value: str) -> str:
+    """``value`` stripped, if it is an http(s) URL with a host; else ``ValueError``.
+
+    The message never echoes the value: a URL may carry a key in its query string.
+    """
+    value = value.strip()
+    try:
+        parts = urlsplit(value)
+    except ValueError as exc:
+        raise ValueError("must be an http:// or https:// URL") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an http:// or https:// URL with a host")
+    return value
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -47,15 +62,7 @@ class ModelConfig(_Section):
     @field_validator("base_url")
     @classmethod
     def _check_base_url(cls, value: str) -> str:
-        # The message never echoes the value: a URL may carry a key in its query string.
-        value = value.strip()
-        try:
-            parts = urlsplit(value)
-        except ValueError as exc:
-            raise ValueError("must be an http:// or https:// URL") from exc
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("must be an http:// or https:// URL with a host")
-        return value
+        return http_url(value)
 
     @field_validator("api_key")
     @classmethod

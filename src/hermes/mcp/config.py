@@ -20,10 +20,10 @@ import fnmatch
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from hermes.config.schema import http_url
 from hermes.errors import ConfigError
 
 __all__ = ["ServerConfig", "ToolFilter", "Transport", "parse_mcp_servers", "sanitize_name"]
@@ -104,17 +104,7 @@ class ServerConfig(BaseModel):
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
-        # The message never echoes the value: a URL may carry a token in its query string.
-        if value is None:
-            return None
-        value = value.strip()
-        try:
-            parts = urlsplit(value)
-        except ValueError as exc:
-            raise ValueError("must be an http:// or https:// URL") from exc
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("must be an http:// or https:// URL with a host")
-        return value
+        return None if value is None else http_url(value)
 
     @field_validator("prefix")
     @classmethod

@@ -21,7 +21,7 @@ from hermes.errors import InvalidIdError, SessionAccessError, StoreError
 from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
 from hermes.session.migrations import apply_migrations
-from hermes.sqlite_support import SQLiteWorker, enable_wal, is_busy
+from hermes.sqlite_support import SQLiteWorker, is_busy
 
 DEFAULT_DB_PATH = Path(".hermes") / "hermes.db"
 
@@ -213,45 +213,9 @@ class SQLiteStore(SQLiteWorker):
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
 
-    def _connect(self) -> sqlite3.Connection:
-        """Open, switch to WAL, migrate (on the worker, holding the lock)."""
-        if self.path != ":memory:":
-            try:
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(
-                    f"cannot create the directory of the database {self.path}: {exc.strerror}",
-                    path=self.path,
-                ) from exc
-        try:
-            conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise self._error(exc, "open") from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000):d}")
-            mode = enable_wal(conn, self.busy_timeout)
-            if mode != "wal" and self.path != ":memory:":
-                # e.g. a network filesystem without shared memory: still correct, but every
-                # write blocks readers, and the fast path meets SQLITE_BUSY far more often.
-                from hermes.observe import get_logger
-
-                get_logger("session").warning("sqlite_not_wal", path=self.path, mode=mode)
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            apply_migrations(conn, self.path)
-            # The fast path must never wait: see the module docstring.
-            conn.execute("PRAGMA busy_timeout = 0")
-            if self.path != ":memory:":
-                conn.execute("PRAGMA wal_autocheckpoint = 0")
-        except sqlite3.Error as exc:
-            conn.close()
-            raise self._error(exc, "open") from exc
-        except BaseException:  # clean up, then re-raise unchanged
-            conn.close()
-            raise
-        return conn
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA foreign_keys = ON")
+        apply_migrations(conn, self.path)
 
     def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
         """One clear sentence for a sqlite3 failure (never a raw traceback to the caller)."""

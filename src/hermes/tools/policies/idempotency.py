@@ -29,12 +29,11 @@ import time
 from collections.abc import AsyncIterator, Callable, Hashable
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from hermes.errors import StoreError
 from hermes.observe import get_logger
-from hermes.sqlite_support import SQLiteWorker, enable_wal, is_busy
+from hermes.sqlite_support import SQLiteWorker, is_busy
 
 __all__ = ["IdempotencyStore", "KeyLocks", "idempotency_key", "new_owner"]
 
@@ -218,32 +217,8 @@ class IdempotencyStore(SQLiteWorker):
 
         future.add_done_callback(report)
 
-    def _connect(self) -> sqlite3.Connection:
-        """On the worker, holding the lock: open the file, create the table."""
-        try:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot create the directory of the idempotency database {self.path}: "
-                f"{exc.strerror or exc}",
-                path=self.path,
-            ) from exc
-        try:
-            conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise self._error(exc, "open") from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000):d}")
-            enable_wal(conn, self.busy_timeout)
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.executescript(_SCHEMA)
-            conn.execute("PRAGMA wal_autocheckpoint = 0")  # checkpoints run on the worker
-        except sqlite3.Error as exc:
-            conn.close()
-            raise self._error(exc, "open") from exc
-        return conn
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        conn.executescript(_SCHEMA)
 
     def _maintain_connection(self, conn: sqlite3.Connection) -> None:
         """On the worker: drop expired rows and checkpoint the WAL (it fsyncs: never inline)."""
