@@ -39,6 +39,8 @@ class ConfigError(HermesError):
             part for part in (file and f"file {file}", key and f"key '{key}'") if part
         )
         super().__init__(f"{message} ({where})" if where else message, key=key, file=file)
+        #: The message without the file and key (to re-raise it with more context).
+        self.reason = message
         self.key = key
         self.file = file
 

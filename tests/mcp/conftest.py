@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
-from hermes.mcp import ServerConfig
+from hermes.mcp import ReconnectPolicy, ServerConfig
 
 SERVER_SCRIPT = Path(__file__).parent / "servers" / "basic_server.py"
+
+#: Reconnect numbers shrunk for tests: retries within tens of milliseconds, a breaker that
+#: only the breaker tests reach.
+FAST_RECONNECT = ReconnectPolicy(
+    base_delay=0.05, max_delay=0.3, breaker_failures=1_000, breaker_cooldown=1.0
+)
 
 
 def stdio_config(*extra_args: str, **fields: object) -> ServerConfig:
@@ -21,21 +31,83 @@ def stdio_config(*extra_args: str, **fields: object) -> ServerConfig:
     )
 
 
-@pytest.fixture(scope="module")
-def http_server_url() -> Iterator[str]:
-    """The test server over streamable HTTP on 127.0.0.1 (ephemeral port), stopped after."""
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER_SCRIPT), "--http"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+#: Runs the test server once ``marker`` exists (exec: same pid). Until then, mode ``fail``
+#: exits at once (code 3, a line on stderr) and mode ``hang`` reads its stdin to the end
+#: without answering. Plain Python: a refused start costs no SDK import.
+_GATE = """
+import os, sys
+marker, mode, server = sys.argv[1:4]
+if not os.path.exists(marker):
+    if mode == "fail":
+        print("not yet: " + marker + " is missing", file=sys.stderr)
+        sys.exit(3)
+    sys.stdin.buffer.read()
+    sys.exit(0)
+os.execv(sys.executable, [sys.executable, server, *sys.argv[4:]])
+"""
+
+
+def gated_config(
+    marker: Path, mode: Literal["fail", "hang"], *server_args: str, **fields: object
+) -> ServerConfig:
+    """The test server over stdio behind a gate that opens when ``marker`` exists."""
+    args = ["-c", _GATE, str(marker), mode, str(SERVER_SCRIPT), *server_args]
+    return ServerConfig.model_validate({"command": sys.executable, "args": args, **fields})
+
+
+def pid_alive(pid: int) -> bool:
     try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is gone for our purposes once it is no longer running.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return True
+    return state != "Z"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def eventually(
+    predicate: Callable[[], bool], within: float = 10.0, what: str = "condition"
+) -> None:
+    """Wait (polling) until ``predicate()`` holds; fail the test after ``within`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not predicate():
+        if loop.time() > deadline:
+            pytest.fail(f"{what} did not happen within {within:g} s")
+        await asyncio.sleep(0.02)
+
+
+class HttpServers:
+    """Starts test servers over streamable HTTP and stops every one it started."""
+
+    def __init__(self) -> None:
+        self._processes: list[subprocess.Popen[str]] = []
+
+    def start(self, port: int = 0, *extra_args: str) -> tuple[str, subprocess.Popen[str]]:
+        """A running server: its URL and its process (the port is printed first thing)."""
+        process = subprocess.Popen(
+            [sys.executable, str(SERVER_SCRIPT), "--http", "--port", str(port), *extra_args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self._processes.append(process)
         assert process.stdout is not None
-        line = process.stdout.readline()  # bounded: the server prints its port first thing
+        line = process.stdout.readline()
         assert line.startswith("PORT "), f"test server did not start: {line!r}"
-        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
-    finally:
+        return f"http://127.0.0.1:{int(line.split()[1])}/mcp", process
+
+    @staticmethod
+    def stop(process: subprocess.Popen[str]) -> None:
         process.terminate()
         try:
             process.wait(timeout=5)
@@ -44,3 +116,28 @@ def http_server_url() -> Iterator[str]:
             process.wait(timeout=5)
         if process.stdout is not None:
             process.stdout.close()
+
+    def stop_all(self) -> None:
+        for process in self._processes:
+            if process.poll() is None or (process.stdout and not process.stdout.closed):
+                self.stop(process)
+
+
+@pytest.fixture
+def http_servers() -> Iterator[HttpServers]:
+    servers = HttpServers()
+    try:
+        yield servers
+    finally:
+        servers.stop_all()
+
+
+@pytest.fixture(scope="module")
+def http_server_url() -> Iterator[str]:
+    """The test server over streamable HTTP on 127.0.0.1 (ephemeral port), stopped after."""
+    servers = HttpServers()
+    try:
+        url, _ = servers.start()
+        yield url
+    finally:
+        servers.stop_all()

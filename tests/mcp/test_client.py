@@ -18,7 +18,19 @@ from tests.mcp.conftest import stdio_config
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-EXPECTED_TOOLS = {"add", "echo", "fail", "structured", "image", "environment", "slow"}
+EXPECTED_TOOLS = {
+    "add",
+    "echo",
+    "fail",
+    "structured",
+    "image",
+    "environment",
+    "slow",
+    "register_tool",
+    "crash",
+}
+#: The server has resources and prompts, so it gets the four utility tools too.
+UTILITIES = {"list_resources", "read_resource", "list_prompts", "get_prompt"}
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module", params=["stdio", "http"])
@@ -47,7 +59,7 @@ async def call(conn: McpConnection, name: str, arguments: dict[str, Any]) -> Too
 
 async def test_tools_are_listed_under_the_server_prefix(connection: McpConnection) -> None:
     names = {tool.name for tool in connection.tools()}
-    assert names == {f"test__{name}" for name in EXPECTED_TOOLS}
+    assert names == {f"test__{name}" for name in EXPECTED_TOOLS | UTILITIES}
     status = connection.status()
     assert status["state"] == "ready"
     assert status["error"] is None

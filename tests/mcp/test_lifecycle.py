@@ -2,32 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import socket
 import sys
 from pathlib import Path
 
 from hermes.mcp import McpConnection, McpManager, ServerConfig
-from tests.mcp.conftest import stdio_config
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it is gone for our purposes once it is no longer running.
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return True
-    return state != "Z"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.mcp.conftest import free_port, pid_alive, stdio_config
 
 
 async def test_missing_command_fails_naming_the_server() -> None:

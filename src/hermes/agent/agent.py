@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.agent.approvals import Decision, PendingApproval
 from hermes.agent.events import AgentEvent, TurnFinished
 from hermes.agent.history import import_chat_history
 from hermes.agent.locks import SessionLocks
+from hermes.agent.remote_tools import RemoteTools, tools_tokens
 from hermes.agent.result import RunResult
 from hermes.agent.turn import run_turn
 from hermes.agent.turn_state import Runtime, TurnSettings
@@ -40,6 +40,10 @@ from hermes.tools.decorator import as_tool
 from hermes.tools.permissions import Authorizer
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.toolsets import ToolsetIndex
+
+if TYPE_CHECKING:
+    from hermes.config.mcp import ServerConfig
+    from hermes.mcp.client import McpManager
 
 DEFAULT_BUILTINS = ("calculator", "current_time")
 ToolLike = str | Tool | Callable[..., Any]
@@ -73,6 +77,7 @@ class Agent:
         authorizer: Authorizer | None = None,
         toolset_limit: int = 20,
         http_allow: Sequence[str] = (),
+        mcp_servers: Mapping[str, ServerConfig] | McpManager | None = None,
     ) -> None:
         _check_settings(
             max_iterations=max_iterations,
@@ -116,9 +121,7 @@ class Agent:
             ),
         )
         runtime = self._runtime
-        runtime.tools_tokens = count_tokens(
-            json.dumps([spec.to_openai() for spec in self.tools.specs()], ensure_ascii=False)
-        )
+        runtime.tools_tokens = tools_tokens(self.tools)
         runtime.authorizer = authorizer
         runtime.toolset_limit = toolset_limit
         if len(self.tools) > toolset_limit:
@@ -130,6 +133,9 @@ class Agent:
         self._locks = SessionLocks()
         #: Problems met while building the agent that did not stop it (a skipped plugin file).
         self.startup_warnings: list[str] = []
+        #: The MCP servers' tools (``None`` without servers); they connect in the background
+        #: from the first turn (or ``connect_mcp``) and join the registry when ready.
+        self.mcp = RemoteTools(mcp_servers, runtime) if mcp_servers else None
 
     # -- turns ----------------------------------------------------------------------------------
     async def run(
@@ -221,6 +227,8 @@ class Agent:
         user_id = None if message.user_id is None else validate_user_id(message.user_id)
         raw_session = message.session_id
         session_id = new_session_id() if raw_session is None else validate_session_id(raw_session)
+        if self.mcp is not None:
+            self.mcp.sync()  # never waits: a server not ready yet joins a later turn
         with log_context(msg_id=message.msg_id, trace_id=message.trace_id, session_id=session_id):
             async with self._locks.hold(session_id):
                 if approval_id is not None and await self.store.load_session(session_id) is None:
@@ -296,9 +304,28 @@ class Agent:
             rounds=max(1, self._runtime.settings.context_rounds - 1),
         )
 
+    @property
+    def authorizer(self) -> Authorizer | None:
+        """Users → roles → scopes for permission-protected tools (``None``: not enforced)."""
+        return self._runtime.authorizer
+
+    async def connect_mcp(self, timeout: float | None = None) -> list[dict[str, Any]]:  # noqa: ASYNC109 - a bounded wait is the API
+        """Connect the MCP servers now and wait until each is ready or failed; their status.
+
+        Turns never wait for servers (a slow one joins a later turn); a one-shot caller that
+        needs the remote tools in its first turn awaits this first. Each server's wait is
+        bounded by ``timeout`` (default: its ``connect_timeout`` plus a second).
+        """
+        if self.mcp is None:
+            return []
+        await self.mcp.wait_ready(timeout)
+        return self.mcp.status()
+
     async def aclose(self) -> None:
-        """Close what the agent opened: the model's connections and a store it opened itself
-        (a ``Store`` object passed in stays open: its owner closes it)."""
+        """Close what the agent opened: MCP connections, the model's connections and a store it
+        opened itself (a ``Store`` or ``McpManager`` passed in stays open: its owner closes it)."""
+        if self.mcp is not None:
+            await self.mcp.aclose()
         closer = getattr(self.model, "aclose", None)
         if closer is not None:
             await closer()
@@ -306,6 +333,8 @@ class Agent:
             await self.store.close()
 
     async def __aenter__(self) -> Agent:
+        if self.mcp is not None:
+            self.mcp.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:

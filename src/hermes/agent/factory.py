@@ -93,6 +93,7 @@ def build_agent(
         authorizer=_authorizer(loaded),
         toolset_limit=tc.toolset_limit,
         http_allow=tc.http_allow,
+        mcp_servers=loaded.config.mcp_servers,
     )
     agent.startup_warnings = warnings
     # File tools must never rewrite what configures or extends Hermes (issue 3 review).

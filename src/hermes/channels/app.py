@@ -112,8 +112,14 @@ def run_async(factory: Callable[[], Awaitable[T]]) -> T:
 
 
 async def with_agent(agent: Agent, fn: Callable[[Agent], Awaitable[T]]) -> T:
-    """``fn(agent)``, then close the agent whatever happened."""
+    """``fn(agent)``, then close the agent whatever happened.
+
+    MCP servers start connecting at once, in the background, so they are usually ready by the
+    time a person has typed the first message.
+    """
     try:
+        if agent.mcp is not None:
+            agent.mcp.start()
         return await fn(agent)
     finally:
         await agent.aclose()

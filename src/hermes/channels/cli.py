@@ -2,6 +2,7 @@
 
     hermes [--config FILE] run TEXT [--session ID] [--user ID] [--json]
     hermes chat | demo | sessions list|show | tools list
+    hermes mcp list | call SERVER TOOL --args JSON | serve [--transport stdio|http]
 
 stdout carries what a person or a program asked for (the reply, or one JSON object with
 ``--json``); errors go to stderr as one clear sentence, never a traceback. Exit codes:
@@ -10,6 +11,7 @@ stdout carries what a person or a program asked for (the reply, or one JSON obje
   its reply says so and ``run --json`` adds ``"error": {"type", "message"}``;
 - 2: refused before a turn could run (bad input, id or configuration, an unusable store, a
   usage error); with ``--json`` stdout holds ``{"error": {"type", "message"}}``;
+- 3: ``hermes mcp call`` ran the call and it failed (server unreachable, tool error);
 - 130: interrupted (Ctrl-C);
 - 1: an internal error, reported in one line (``HERMES_DEBUG=1`` shows its traceback).
 """
@@ -21,7 +23,7 @@ import os
 import sys
 
 # Importing the command modules registers their commands on ``app``.
-from hermes.channels import browse, chat, run
+from hermes.channels import browse, chat, mcp_cmd, run
 from hermes.channels.app import app
 from hermes.channels.output import report_error
 
@@ -30,7 +32,7 @@ __all__ = ["app", "main"]
 DEBUG_ENV_VAR = "HERMES_DEBUG"
 EXIT_INTERNAL_ERROR = 1
 
-del browse, chat, run
+del browse, chat, mcp_cmd, run
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ model: the reply says so and the JSON carries ``"error"``); 2 when the command w
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -29,6 +29,9 @@ from hermes.channels.app import (
 from hermes.channels.output import fail, note, write_json, write_text
 from hermes.errors import HermesError, InvalidInputError
 from hermes.session.ids import validate_session_id, validate_user_id
+
+if TYPE_CHECKING:
+    from hermes.agent.agent import Agent
 
 STDIN_MARKER = "-"
 # UTF-8 needs at most four bytes per character: reading this many bytes past the character
@@ -71,11 +74,14 @@ def _run_turn(text: str, session: str | None, user: str | None) -> RunResult:
     limit = loaded.config.agent.max_message_chars
     message = read_stdin_text(limit) if text == STDIN_MARKER else argument_text(text)
     agent = open_agent(loaded)
-    return run_async(
-        lambda: with_agent(
-            agent, lambda a: a.run(message, session_id=session_id, user_id=user_id, channel="cli")
-        )
-    )
+
+    async def turn(a: Agent) -> RunResult:
+        # One shot: the remote tools must be there for this turn (each server's wait is
+        # bounded by its connect_timeout; one that fails is reported in the log and skipped).
+        await a.connect_mcp()
+        return await a.run(message, session_id=session_id, user_id=user_id, channel="cli")
+
+    return run_async(lambda: with_agent(agent, turn))
 
 
 def argument_text(text: str) -> str:

@@ -69,4 +69,34 @@ rbac:
   default_role: null        # the role of users not listed below (and of anonymous callers)
   users: {}                 # e.g. {alice: {roles: [admin]}}
   audit_log: .hermes/audit.log   # JSON lines: who, which tool, when, allow/deny (审计日志)
+
+# MCP servers whose tools the agent offers, named <prefix>__<tool> (prefix: the server's name).
+# The {"mcpServers": {...}} JSON of other MCP clients can be pasted here unchanged.
+# MCP 服务器：其工具以 <前缀>__<工具名> 提供给模型；也可直接粘贴其他客户端的 mcpServers 配置。
+mcp_servers: {}
+#  files:                            # stdio: a child process with only PATH/HOME/LANG + env
+#    command: npx
+#    args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv/shared"]
+#    env: {}                         # secrets as ${VAR}
+#    cwd: null
+#    tools: {include: [], exclude: ["write_*"]}   # glob patterns on the server's tool names
+#    timeout: 30                     # seconds per call
+#    connect_timeout: 10             # seconds to start, initialize and list tools
+#    enabled: true
+#  search:
+#    url: http://127.0.0.1:8931/mcp
+#    transport: streamable_http      # the default for a url; or sse
+#    headers: {Authorization: "Bearer ${SEARCH_TOKEN}"}
+#    prefix: web
+
+# `hermes mcp serve`: offer this agent's tools to other MCP clients.
+# 把 Hermes 的工具通过 MCP 提供给其他客户端。
+mcp_serve:
+  transport: stdio          # stdio | http
+  host: 127.0.0.1           # http: anything but loopback needs a token
+  port: 8765
+  token: null               # http bearer token, e.g. ${HERMES_MCP_TOKEN}
+  allow_approval: false     # tools needing a person's approval are refused over MCP unless true
+  include_mcp_tools: false  # also serve the tools of mcp_servers above
+  user: null                # the user id calls run as (for rbac)
 """

@@ -213,6 +213,9 @@ def _yaml_type_name(value: Any) -> str:
 def _validate(data: dict[str, Any], source: Path) -> HermesConfig:
     try:
         return HermesConfig.model_validate(data)
+    except ConfigError as exc:  # raised by a section parser (mcp_servers) with its key
+        message = _scrub(exc.reason, _secret_values(data))
+        raise ConfigError(message, key=exc.key, file=str(source)) from None
     except ValidationError as exc:
         # Keep only locations and messages: pydantic's own text shows the input values.
         problems = [(_dotted(err["loc"]), _describe(err)) for err in exc.errors()]

@@ -10,26 +10,13 @@ from __future__ import annotations
 
 import re
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from hermes.config.mcp import ServerConfig, parse_mcp_servers
+from hermes.config.urls import http_url
+
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
-
-
-def http_url(value: str) -> str:
-    """``value`` stripped, if it is an http(s) URL with a host; else ``ValueError``.
-
-    The message never echoes the value: a URL may carry a key in its query string.
-    """
-    value = value.strip()
-    try:
-        parts = urlsplit(value)
-    except ValueError as exc:
-        raise ValueError("must be an http:// or https:// URL") from exc
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("must be an http:// or https:// URL with a host")
-    return value
 
 
 class _Section(BaseModel):
@@ -265,7 +252,31 @@ def _inheritance_cycle(roles: dict[str, RoleConfig]) -> list[str]:
     return []
 
 
-_SECTIONS = ("agent", "store", "logging", "brain", "tools", "rbac")
+class McpServeConfig(_Section):
+    """``hermes mcp serve``: Hermes's own tools offered to other MCP clients (issue 4 §6)."""
+
+    transport: Literal["stdio", "http"] = "stdio"
+    #: The HTTP transport's address; anything but loopback needs ``token``.
+    host: str = Field(default="127.0.0.1", min_length=1)
+    port: int = Field(default=8765, ge=0, le=65535)
+    #: Bearer token every HTTP request must carry (``Authorization: Bearer …``); ``None`` or
+    #: empty: none (loopback only). Use ``${HERMES_MCP_TOKEN}``; kept out of ``repr``.
+    token: str | None = Field(default=None, repr=False)
+    #: Tools that need a person's approval are refused over MCP unless this is true (the MCP
+    #: client is then trusted to have asked its user).
+    allow_approval: bool = False
+    #: Also serve the tools of the configured ``mcp_servers`` (off: only built-ins and plugins).
+    include_mcp_tools: bool = False
+    #: The user id calls run as (for ``rbac``); ``None``: anonymous.
+    user: str | None = None
+
+    @field_validator("token")
+    @classmethod
+    def _empty_token_is_none(cls, value: str | None) -> str | None:
+        return value or None
+
+
+_SECTIONS = ("agent", "store", "logging", "brain", "tools", "rbac", "mcp_serve")
 
 
 class HermesConfig(_Section):
@@ -279,6 +290,17 @@ class HermesConfig(_Section):
     brain: BrainConfig = Field(default_factory=BrainConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     rbac: RbacConfig = Field(default_factory=RbacConfig)
+    #: MCP servers whose tools the agent offers (``hermes.config.mcp``); both our shape and
+    #: the pasted ``{"mcpServers": {...}}`` shape.
+    mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict)
+    mcp_serve: McpServeConfig = Field(default_factory=McpServeConfig)
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _parse_mcp_servers(cls, value: Any) -> Any:
+        # A ConfigError naming ``mcp_servers.<server>.<key>`` passes through pydantic (it is
+        # not a ValueError); the loader adds the file.
+        return parse_mcp_servers(value)
 
     @field_validator(*_SECTIONS, mode="before")
     @classmethod

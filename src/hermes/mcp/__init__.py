@@ -1,8 +1,10 @@
 """MCP (Model Context Protocol) for Hermes, on the official ``mcp`` SDK (issue 4).
 
 Client side: :func:`parse_mcp_servers` reads the configuration, :class:`McpManager` connects the
-servers concurrently and offers their tools (named ``<prefix>__<tool>``) as ordinary Hermes
-tools that run through the executor pipeline like every other tool.
+servers concurrently, keeps them connected (backoff, circuit breaker, tool-list changes) and
+offers their tools (named ``<prefix>__<tool>``, plus ``list_resources`` / ``read_resource`` /
+``list_prompts`` / ``get_prompt`` utilities where the server has resources or prompts) as ordinary
+Hermes tools that run through the executor pipeline like every other tool.
 """
 
 from hermes.mcp.adapter import (
@@ -16,13 +18,17 @@ from hermes.mcp.adapter import (
 )
 from hermes.mcp.client import ConnectionState, McpConnection, McpConnectionError, McpManager
 from hermes.mcp.config import ServerConfig, ToolFilter, parse_mcp_servers
+from hermes.mcp.reconnect import ReconnectPolicy
+from hermes.mcp.utility import UTILITY_NAMES
 
 __all__ = [
     "MCP_TOOL_ERROR",
+    "UTILITY_NAMES",
     "ConnectionState",
     "McpConnection",
     "McpConnectionError",
     "McpManager",
+    "ReconnectPolicy",
     "ServerConfig",
     "SkippedTool",
     "ToolFilter",

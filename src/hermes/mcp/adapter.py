@@ -32,8 +32,11 @@ __all__ = [
     "RemoteCall",
     "SkippedTool",
     "adapt_tools",
+    "clip_text",
+    "content_attachment",
     "normalize_result",
     "remote_tool",
+    "resource_attachment",
     "tool_name",
     "tool_names",
 ]
@@ -108,11 +111,8 @@ def normalize_result(result: types.CallToolResult, *, max_text_chars: int = 20_0
         if isinstance(block, types.TextContent):
             texts.append(block.text)
         else:
-            attachments.append(_attachment(block))
-    text = "\n".join(texts)
-    if len(text) > max_text_chars:
-        shown = f"showing {max_text_chars} of {len(text)} characters"
-        text = f"{text[:max_text_chars]}\n…[truncated: {shown}]"
+            attachments.append(content_attachment(block))
+    text = clip_text("\n".join(texts), max_text_chars)
     if result.is_error:
         message = text or "the tool reported an error without a message"
         if len(message) > _MAX_ERROR_CHARS:
@@ -126,7 +126,15 @@ def normalize_result(result: types.CallToolResult, *, max_text_chars: int = 20_0
     return ToolResult(ok=True, output=output)
 
 
-def _attachment(block: types.ContentBlock) -> dict[str, Any]:
+def clip_text(text: str, max_chars: int) -> str:
+    """``text`` cut to ``max_chars`` with a note saying how much was left out."""
+    if len(text) <= max_chars:
+        return text
+    shown = f"showing {max_chars} of {len(text)} characters"
+    return f"{text[:max_chars]}\n…[truncated: {shown}]"
+
+
+def content_attachment(block: types.ContentBlock) -> dict[str, Any]:
     """A non-text content block as a small description, without its payload."""
     if isinstance(block, types.ImageContent | types.AudioContent):
         size = _base64_size(block.data)
@@ -137,19 +145,7 @@ def _attachment(block: types.ContentBlock) -> dict[str, Any]:
             "note": f"[{block.type} {block.mime_type}, {size} bytes, not shown]",
         }
     if isinstance(block, types.EmbeddedResource):
-        contents = block.resource
-        if isinstance(contents, types.TextResourceContents):
-            size = len(contents.text.encode("utf-8", "replace"))
-        else:
-            size = _base64_size(contents.blob)
-        mime = contents.mime_type or "application/octet-stream"
-        return {
-            "type": "resource",
-            "mime_type": mime,
-            "uri": contents.uri,
-            "size_bytes": size,
-            "note": f"[embedded resource {contents.uri} ({mime}, {size} bytes), not shown]",
-        }
+        return resource_attachment(block.resource, embedded=True)
     if isinstance(block, types.ResourceLink):
         mime = block.mime_type or "unknown type"
         return {
@@ -161,6 +157,25 @@ def _attachment(block: types.ContentBlock) -> dict[str, Any]:
     # ContentBlock is a closed union today; a future block type is still reported, not dropped.
     kind = str(getattr(block, "type", type(block).__name__))
     return {"type": kind, "mime_type": None, "note": f"[{kind} content, not shown]"}
+
+
+def resource_attachment(
+    contents: types.TextResourceContents | types.BlobResourceContents, *, embedded: bool = False
+) -> dict[str, Any]:
+    """Resource contents as a small description (uri, type, size), without the payload."""
+    if isinstance(contents, types.TextResourceContents):
+        size = len(contents.text.encode("utf-8", "replace"))
+    else:
+        size = _base64_size(contents.blob)
+    mime = contents.mime_type or "application/octet-stream"
+    what = "embedded resource" if embedded else "resource"
+    return {
+        "type": "resource",
+        "mime_type": mime,
+        "uri": contents.uri,
+        "size_bytes": size,
+        "note": f"[{what} {contents.uri} ({mime}, {size} bytes), not shown]",
+    }
 
 
 def _base64_size(data: str) -> int:

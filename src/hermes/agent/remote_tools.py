@@ -1,0 +1,109 @@
+"""MCP servers' tools in an Agent's registry (issue 4 §3).
+
+The agent's :class:`~hermes.tools.registry.ToolRegistry` holds its local tools (built-ins,
+``@tool`` functions, plugins) and, beside them, the tools of the MCP servers that are ready.
+:class:`RemoteTools` keeps the second part in step with the :class:`~hermes.mcp.McpManager`
+before each turn: a server that connected late, reconnected, or changed its tool list
+(``notifications/tools/list_changed``) is picked up by the next turn. A server that is
+reconnecting keeps its tools offered (their calls fail fast with ``service_unavailable``);
+one that has failed or closed takes them away. Local names are reserved: a remote tool never
+shadows one.
+
+The check costs one integer comparison when nothing changed (``McpManager.version``), so turns
+of an agent without MCP changes pay nothing for it. The manager is imported only when MCP
+servers are configured: the SDK is a large import that plain agents never need.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from hermes.observe import get_logger
+from hermes.session.tokens import count_tokens
+from hermes.tools.registry import ToolRegistry
+from hermes.tools.toolsets import ToolsetIndex
+
+if TYPE_CHECKING:
+    from hermes.agent.turn_state import Runtime
+    from hermes.config.mcp import ServerConfig
+    from hermes.mcp.client import McpManager
+
+__all__ = ["RemoteTools", "tools_tokens"]
+
+logger = get_logger("agent")
+
+
+def tools_tokens(registry: ToolRegistry) -> int:
+    """Tokens the registry's tool schemas take in every model request."""
+    if not len(registry):
+        return 0
+    return count_tokens(json.dumps([s.to_openai() for s in registry.specs()], ensure_ascii=False))
+
+
+class RemoteTools:
+    """The MCP part of an agent's registry: started lazily, synced per turn, closed with it."""
+
+    def __init__(self, source: Mapping[str, ServerConfig] | McpManager, runtime: Runtime) -> None:
+        from hermes.mcp.client import McpManager
+
+        self.owned = not isinstance(source, McpManager)
+        self.manager = source if isinstance(source, McpManager) else McpManager(source)
+        self._runtime = runtime
+        #: Names of the local tools, fixed when the agent was built: never replaced remotely.
+        self._local = frozenset(runtime.tools.names())
+        self._remote: set[str] = set()
+        self._version: int | None = None
+        self._started = False
+
+    def start(self) -> None:
+        """Begin connecting every server in the background (needs a running event loop)."""
+        if not self._started:
+            self._started = True
+            self.manager.start()
+
+    async def wait_ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 - a bounded wait is the API
+        """Start, wait until each server is ready or failed (bounded), then sync the tools."""
+        self.start()
+        await self.manager.wait_ready(timeout)
+        self.sync()
+
+    def sync(self) -> None:
+        """Bring the registry in step with the servers' current tools (cheap when unchanged)."""
+        self.start()
+        version = self.manager.version
+        if version == self._version:
+            return
+        self._version = version
+        registry = self._runtime.tools
+        current = {tool.name: tool for tool in self.manager.tools(reserved=self._local)}
+        for name in self._remote - current.keys():
+            registry.unregister(name)
+        for name, tool in current.items():
+            if registry.get(name) is not tool:
+                registry.register(tool, replace=True)
+        added, removed = current.keys() - self._remote, self._remote - current.keys()
+        self._remote = set(current)
+        self._refresh_runtime()
+        if added or removed:
+            logger.info(
+                "mcp_tools_synced",
+                added=sorted(added),
+                removed=sorted(removed),
+                remote_tools=len(current),
+            )
+
+    def _refresh_runtime(self) -> None:
+        runtime = self._runtime
+        runtime.tools_tokens = tools_tokens(runtime.tools)
+        over = len(runtime.tools) > runtime.toolset_limit
+        runtime.toolsets = ToolsetIndex(list(runtime.tools)) if over else None
+
+    def status(self) -> list[dict[str, Any]]:
+        return self.manager.status()
+
+    async def aclose(self) -> None:
+        """Close the servers' connections (only those this object opened)."""
+        if self.owned and self._started:
+            await self.manager.aclose()

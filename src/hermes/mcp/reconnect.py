@@ -1,0 +1,65 @@
+"""How an MCP connection retries: exponential backoff with jitter, behind a circuit breaker.
+
+A server that cannot be reached (at start, or after its connection was lost) is retried in the
+background, waiting ``base_delay · 2^(n-1)`` seconds (at most ``max_delay``) before attempt
+``n + 1``, each wait jittered down to between half and all of it so that several Hermes
+processes restarted together do not reconnect in lockstep.
+
+After ``breaker_failures`` consecutive failed connects the server's circuit opens (the
+breaker of :mod:`hermes.tools.policies.breaker`, one per connection): retries slow to one
+every ``breaker_cooldown`` seconds, each a single half-open attempt whose success closes the
+circuit again.
+
+The numbers are not part of ``ServerConfig``: they are runtime behaviour, the same for every
+server, and tests shrink them through :class:`ReconnectPolicy`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from hermes.tools.policies.breaker import BreakerPolicy
+
+__all__ = ["ReconnectPolicy"]
+
+#: 2^60 · base is beyond any cap; larger exponents would only overflow the float.
+_MAX_EXPONENT = 60
+
+
+@dataclass(frozen=True, slots=True)
+class ReconnectPolicy:
+    """Backoff and circuit-breaker numbers of the connections of one :class:`McpManager`."""
+
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    breaker_failures: int = 5
+    breaker_cooldown: float = 60.0
+    #: Source of randomness for the jitter, in ``[0, 1)`` (replaceable for tests).
+    random: Callable[[], float] = field(default=random.random, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("base_delay", "max_delay"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value <= 0:
+                raise ValueError(f"ReconnectPolicy.{name} must be a positive number of seconds")
+        if self.max_delay < self.base_delay:
+            raise ValueError("ReconnectPolicy.max_delay must not be below base_delay")
+        # BreakerPolicy checks breaker_failures and breaker_cooldown.
+        self.breaker()
+
+    def breaker(self) -> BreakerPolicy:
+        return BreakerPolicy(failures=self.breaker_failures, reset_after=self.breaker_cooldown)
+
+    def delay(self, failures: int) -> float:
+        """Seconds to wait after ``failures`` consecutive failed attempts (0: after a loss).
+
+        Hand-written rather than tenacity's ``wait_*`` objects: those read the attempt number
+        from the ``RetryCallState`` of a running ``Retrying`` loop, and this loop also waits on
+        a stop event and a breaker, which tenacity's loop cannot.
+        """
+        exponent = min(max(failures, 0), _MAX_EXPONENT)
+        ceiling = min(self.max_delay, self.base_delay * 2.0**exponent)
+        return ceiling / 2 + self.random() * ceiling / 2

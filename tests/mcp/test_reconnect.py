@@ -1,0 +1,250 @@
+"""Keeping MCP servers connected: reconnect after a crash, late servers, the circuit breaker,
+tool-list changes, and prompt shutdown in every state (real servers, bounded in time)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hermes.mcp import McpConnection, McpManager, ReconnectPolicy, ServerConfig
+from tests.mcp.conftest import (
+    FAST_RECONNECT,
+    HttpServers,
+    eventually,
+    free_port,
+    gated_config,
+    pid_alive,
+    stdio_config,
+)
+
+
+async def test_killed_stdio_server_is_unavailable_then_reconnected(tmp_path: Path) -> None:
+    pid_file = tmp_path / "server.pid"
+    config = stdio_config("--pid-file", str(pid_file), timeout=20)
+    conn = McpConnection("victim", config, reconnect=FAST_RECONNECT)
+    conn.start()
+    try:
+        assert await conn.wait_ready(20), conn.status()
+        first = conn.pid
+        assert first is not None
+        assert first == int(pid_file.read_text())
+        os.kill(first, signal.SIGKILL)
+        await eventually(lambda: conn.state != "ready", what="noticing the dead server")
+        result = await conn.call_tool("add", {"a": 1, "b": 2})
+        # Refused at once while reconnecting, never left to the 20 s call timeout.
+        assert result.error is not None
+        assert result.error.type == "service_unavailable"
+        assert "'victim'" in result.error.message
+        assert conn.tools(), "the tools stay offered while reconnecting"
+        assert await conn.wait_ready(20), conn.status()
+        assert conn.pid not in (None, first)
+        again = await conn.call_tool("add", {"a": 1, "b": 2})
+        assert again.ok, again.error
+        assert not pid_alive(first)
+    finally:
+        await conn.aclose()
+
+
+async def test_a_call_that_crashes_the_server_fails_and_a_later_call_works() -> None:
+    conn = McpConnection("fragile", stdio_config(timeout=20), reconnect=FAST_RECONNECT)
+    conn.start()
+    try:
+        assert await conn.wait_ready(20), conn.status()
+        version = conn.version
+        crashed = await conn.call_tool("crash", {})
+        assert crashed.error is not None
+        assert crashed.error.type == "service_unavailable"
+        assert "'fragile'" in crashed.error.message
+        assert conn.version > version
+        assert await conn.wait_ready(20), conn.status()
+        result = await conn.call_tool("echo", {"text": "back"})
+        assert result.ok, result.error
+        assert result.output["text"] == "back"
+    finally:
+        await conn.aclose()
+
+
+async def test_http_server_restarted_on_the_same_port_is_reconnected(
+    http_servers: HttpServers,
+) -> None:
+    url, process = http_servers.start()
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    config = ServerConfig(url=url, timeout=10, connect_timeout=5)
+    conn = McpConnection("remote", config, reconnect=FAST_RECONNECT)
+    conn.start()
+    try:
+        assert await conn.wait_ready(20), conn.status()
+        http_servers.stop(process)
+        down = await conn.call_tool("add", {"a": 1, "b": 2})
+        assert down.error is not None
+        assert down.error.type == "service_unavailable"
+        assert conn.state == "reconnecting"
+        http_servers.start(port)
+        assert await conn.wait_ready(20), conn.status()
+        result = await conn.call_tool("add", {"a": 2, "b": 2})
+        assert result.ok, result.error
+        assert result.output["text"] == "4"
+    finally:
+        await conn.aclose()
+
+
+async def test_late_server_after_a_connect_timeout_is_picked_up(
+    http_servers: HttpServers,
+) -> None:
+    port = free_port()
+    # Something that accepts connections on the port but never answers: the first attempt
+    # runs into connect_timeout.
+    mute = socket.socket()
+    mute.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    mute.bind(("127.0.0.1", port))
+    mute.listen(8)
+    config = ServerConfig(url=f"http://127.0.0.1:{port}/mcp", connect_timeout=0.5)
+    manager = McpManager({"late": config}, reconnect=FAST_RECONNECT)
+    manager.start()
+    try:
+        await manager.wait_ready()
+        (status,) = manager.status()
+        assert status["state"] == "failed"
+        assert "0.5 s" in status["error"]
+        assert manager.tools() == []
+        version = manager.version
+        mute.close()
+        http_servers.start(port)
+        await eventually(lambda: bool(manager.tools()), within=20, what="the late server")
+        assert manager.version != version
+        assert "late__add" in {tool.name for tool in manager.tools()}
+    finally:
+        mute.close()
+        await manager.aclose()
+
+
+async def test_breaker_opens_after_failed_starts_then_recovers_half_open(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "ready"
+    policy = ReconnectPolicy(
+        base_delay=0.02, max_delay=0.05, breaker_failures=3, breaker_cooldown=1.5
+    )
+    config = gated_config(marker, "fail", connect_timeout=20)
+    conn = McpConnection("flaky", config, reconnect=policy)
+    conn.start()
+    try:
+        await eventually(lambda: conn.status()["breaker"] == "open", what="the open circuit")
+        status = conn.status()
+        assert status["state"] == "failed"
+        assert status["failures"] == 3
+        assert status["retry_at"] is not None
+        assert "circuit open" in status["error"]
+        assert "not yet" in status["error"]  # the server's own stderr explains why
+        # While open, nothing is attempted (the cooldown is 1.5 s).
+        await asyncio.sleep(0.3)
+        assert conn.status()["failures"] == 3
+        marker.touch()
+        await eventually(lambda: conn.state == "ready", within=25, what="the half-open attempt")
+        status = conn.status()
+        assert status["breaker"] == "closed"
+        assert status["failures"] == 0
+        assert status["error"] is None
+    finally:
+        await conn.aclose()
+
+
+async def test_tool_list_change_is_picked_up_and_bumps_the_version() -> None:
+    manager = McpManager({"grow": stdio_config()}, reconnect=FAST_RECONNECT)
+    manager.start()
+    try:
+        await manager.wait_ready(20)
+        assert "grow__sprout" not in {tool.name for tool in manager.tools()}
+        version = manager.version
+        plain = await manager.connection("grow").call_tool("add", {"a": 1, "b": 1})
+        assert plain.ok
+        assert manager.version == version  # a call changes nothing the agent must re-read
+        result = await manager.connection("grow").call_tool("register_tool", {"name": "sprout"})
+        assert result.ok, result.error
+        await eventually(
+            lambda: "grow__sprout" in {tool.name for tool in manager.tools()},
+            what="the new tool",
+        )
+        assert manager.version > version
+        sprout = manager.connection("grow").tool_for("sprout")
+        assert sprout is not None
+        answer = await sprout.fn(text="hi")
+        assert answer.output["text"] == "sprout: hi"
+    finally:
+        await manager.aclose()
+
+
+async def test_aclose_during_backoff_is_prompt(tmp_path: Path) -> None:
+    slow_retry = ReconnectPolicy(base_delay=30, max_delay=60)
+    conn = McpConnection("waiting", gated_config(tmp_path / "never", "fail"), reconnect=slow_retry)
+    conn.start()
+    await eventually(lambda: conn.state == "failed", what="the first failure")
+    assert conn.status()["retry_at"] is not None
+    await asyncio.wait_for(conn.aclose(), 5)
+    assert conn.state == "closed"
+
+
+async def test_aclose_while_connecting_leaves_no_process(tmp_path: Path) -> None:
+    config = gated_config(tmp_path / "never", "hang", connect_timeout=60)
+    conn = McpConnection("stuck", config, reconnect=FAST_RECONNECT)
+    conn.start()
+    await eventually(lambda: conn.pid is not None, what="the server process")
+    pid = conn.pid
+    assert pid is not None
+    assert conn.state == "connecting"
+    await asyncio.wait_for(conn.aclose(), 10)
+    assert conn.state == "closed"
+    assert conn.pid is None
+    assert not pid_alive(pid)
+
+
+async def test_aclose_while_reconnecting_leaves_no_process(tmp_path: Path) -> None:
+    marker = tmp_path / "open"
+    marker.touch()
+    slow_retry = ReconnectPolicy(base_delay=30, max_delay=60)
+    conn = McpConnection("gone", gated_config(marker, "fail"), reconnect=slow_retry)
+    conn.start()
+    try:
+        assert await conn.wait_ready(20), conn.status()
+        pid = conn.pid
+        assert pid is not None
+        marker.unlink()
+        os.kill(pid, signal.SIGKILL)
+        await eventually(lambda: conn.state == "reconnecting", what="the loss")
+    finally:
+        await asyncio.wait_for(conn.aclose(), 5)
+    assert conn.state == "closed"
+    assert not pid_alive(pid)
+
+
+@given(
+    failures=st.integers(min_value=0, max_value=10_000),
+    draw=st.floats(min_value=0, max_value=1, exclude_max=True),
+)
+def test_backoff_doubles_up_to_the_cap_with_jitter_down_to_half(failures: int, draw: float) -> None:
+    policy = ReconnectPolicy(base_delay=0.5, max_delay=30, random=lambda: draw)
+    ceiling = min(30.0, 0.5 * 2 ** min(failures, 64))  # 2**64 · 0.5 is far past the cap
+    delay = policy.delay(failures)
+    assert ceiling / 2 <= delay <= ceiling
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"base_delay": 0},
+        {"max_delay": float("inf")},
+        {"base_delay": 2, "max_delay": 1},
+        {"breaker_failures": 0},
+        {"breaker_cooldown": -1},
+    ],
+)
+def test_reconnect_policy_rejects_nonsense(fields: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match=r"ReconnectPolicy|BreakerPolicy"):
+        ReconnectPolicy(**fields)  # type: ignore[arg-type]

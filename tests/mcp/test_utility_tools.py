@@ -1,0 +1,181 @@
+"""Resources and prompts of a real MCP server as utility tools, called through the executor."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from typing import Any
+
+import mcp_types as types
+import pytest
+import pytest_asyncio
+
+from hermes.mcp import McpConnection, ToolFilter
+from hermes.mcp.utility import utility_tools
+from hermes.models.base import ToolCall
+from hermes.tools.base import ToolContext, ToolResult
+from hermes.tools.executor import execute_tool_call
+from hermes.tools.registry import ToolRegistry
+from tests.mcp.conftest import FAST_RECONNECT, stdio_config
+from tests.mcp.servers.basic_server import PNG
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def connection() -> AsyncIterator[McpConnection]:
+    conn = McpConnection("docs", stdio_config(timeout=10), reconnect=FAST_RECONNECT)
+    conn.start()
+    try:
+        assert await conn.wait_ready(20), conn.status()
+        yield conn
+    finally:
+        await conn.aclose()
+
+
+async def call(conn: McpConnection, name: str, arguments: dict[str, Any]) -> ToolResult:
+    registry = ToolRegistry(conn.tools())
+    return await execute_tool_call(registry, ToolCall("call-1", name, arguments), ToolContext())
+
+
+async def test_utilities_are_offered_under_the_contract_names(connection: McpConnection) -> None:
+    names = {tool.name for tool in connection.tools()}
+    expected = {"docs__list_resources", "docs__read_resource"}
+    expected |= {"docs__list_prompts", "docs__get_prompt"}
+    assert expected <= names
+    assert connection.tool_for("list_resources") is None  # tool_for is for the server's own
+    assert connection.status()["resources"] is True
+
+
+async def test_list_resources_gives_uri_name_mime_type_and_description(
+    connection: McpConnection,
+) -> None:
+    result = await call(connection, "docs__list_resources", {})
+    assert result.ok, result.error
+    resources = result.output["structured"]["resources"]
+    assert {
+        "uri": "test://greeting",
+        "name": "greeting",
+        "mimeType": "text/plain",
+        "description": "A friendly text.",
+    } in resources
+    assert "test://pixel.png" in {r["uri"] for r in resources}
+    templates = result.output["structured"]["templates"]
+    assert [t["uriTemplate"] for t in templates] == ["test://notes/{topic}"]
+    assert "nextCursor" not in result.output["structured"]
+
+
+async def test_read_resource_returns_its_text(connection: McpConnection) -> None:
+    result = await call(connection, "docs__read_resource", {"uri": "test://greeting"})
+    assert result.ok, result.error
+    assert result.output["text"] == "hello from the test server"
+    assert "attachments" not in result.output
+
+
+async def test_read_resource_from_a_template(connection: McpConnection) -> None:
+    result = await call(connection, "docs__read_resource", {"uri": "test://notes/rain"})
+    assert result.ok, result.error
+    assert result.output["text"] == "a note about rain"
+
+
+async def test_binary_resource_is_an_attachment_without_its_base64(
+    connection: McpConnection,
+) -> None:
+    result = await call(connection, "docs__read_resource", {"uri": "test://pixel.png"})
+    assert result.ok, result.error
+    (attachment,) = result.output["attachments"]
+    assert attachment["mime_type"] == "image/png"
+    assert attachment["uri"] == "test://pixel.png"
+    assert attachment["size_bytes"] == len(PNG)
+    assert "not shown" in attachment["note"]
+    assert base64.b64encode(PNG).decode() not in result.to_model_text()
+
+
+async def test_unknown_uri_is_a_failure_naming_the_server(connection: McpConnection) -> None:
+    result = await call(connection, "docs__read_resource", {"uri": "test://nowhere"})
+    assert result.error is not None
+    assert result.error.type == "mcp_error"
+    assert "'docs'" in result.error.message
+    assert "test://nowhere" in result.error.message
+
+
+async def test_read_resource_without_uri_is_refused_before_the_server(
+    connection: McpConnection,
+) -> None:
+    result = await call(connection, "docs__read_resource", {})
+    assert result.error is not None
+    assert result.error.type == "invalid_arguments"
+    assert result.attempts == 0
+
+
+async def test_list_prompts_describes_their_arguments(connection: McpConnection) -> None:
+    result = await call(connection, "docs__list_prompts", {})
+    assert result.ok, result.error
+    (greet,) = [p for p in result.output["structured"]["prompts"] if p["name"] == "greet"]
+    assert greet["description"] == "Write a greeting for someone."
+    arguments = {a["name"]: a["required"] for a in greet["arguments"]}
+    assert arguments == {"name": True, "style": False}
+
+
+async def test_get_prompt_fills_in_the_arguments(connection: McpConnection) -> None:
+    arguments = {"name": "greet", "arguments": {"name": "Ada", "style": "formal"}}
+    result = await call(connection, "docs__get_prompt", arguments)
+    assert result.ok, result.error
+    assert result.output["text"] == "user: Please greet Ada in a formal style."
+    (message,) = result.output["structured"]["messages"]
+    assert message == {"role": "user", "text": "Please greet Ada in a formal style."}
+
+
+async def test_get_prompt_with_an_unknown_name_fails_naming_the_server(
+    connection: McpConnection,
+) -> None:
+    result = await call(connection, "docs__get_prompt", {"name": "no_such_prompt"})
+    assert result.error is not None
+    assert result.error.type == "mcp_error"
+    assert "'docs'" in result.error.message
+
+
+async def test_the_servers_own_tool_wins_over_a_utility_of_the_same_name() -> None:
+    conn = McpConnection("own", stdio_config("--collide"), reconnect=FAST_RECONNECT)
+    conn.start()
+    try:
+        assert await conn.wait_ready(20), conn.status()
+        own = conn.tool_for("list_resources")
+        assert own is not None
+        assert [t for t in conn.tools() if t.name == "own__list_resources"] == [own]
+        (skipped,) = [s for s in conn.status()["skipped"] if s["tool"] == "list_resources"]
+        assert "own tool" in skipped["reason"]
+        result = await call(conn, "own__list_resources", {})
+        assert result.ok, result.error
+        assert result.output["text"] == "the server's own list_resources"
+        assert "own__read_resource" in {t.name for t in conn.tools()}
+    finally:
+        await conn.aclose()
+
+
+async def _never(action: str, send: Any) -> ToolResult:
+    raise AssertionError("no request expected")
+
+
+async def test_no_utilities_without_the_capabilities() -> None:
+    tools, skipped = utility_tools(
+        "bare",
+        "bare",
+        types.ServerCapabilities(tools=types.ToolsCapability()),
+        _never,
+        taken=(),
+        allows=ToolFilter().allows,
+        timeout=5,
+    )
+    assert (tools, skipped) == ([], [])
+
+
+async def test_prompt_utilities_only_for_a_prompts_server_and_the_filter_applies() -> None:
+    capabilities = types.ServerCapabilities(prompts=types.PromptsCapability())
+    tools, _ = utility_tools(
+        "p", "p", capabilities, _never, taken=(), allows=ToolFilter().allows, timeout=5
+    )
+    assert [t.name for t in tools] == ["p__list_prompts", "p__get_prompt"]
+    hidden = ToolFilter(exclude=("list_*",)).allows
+    tools, _ = utility_tools("p", "p", capabilities, _never, taken=(), allows=hidden, timeout=5)
+    assert [t.name for t in tools] == ["p__get_prompt"]
