@@ -161,6 +161,34 @@ async def test_serve_over_stdio_answers_the_official_sdk_client(hermes: Hermes) 
     assert "405" in text
 
 
+async def test_serve_with_mcp_tools_picks_up_a_changed_tool_list(hermes: Hermes) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    write_config(hermes.cwd, mcp_config() + "mcp_serve:\n  include_mcp_tools: true\n")
+    params = StdioServerParameters(
+        command=hermes.executable, args=["mcp", "serve"], env=hermes.env(), cwd=str(hermes.cwd)
+    )
+
+    async def session() -> tuple[set[str], set[str]]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            before = {t.name for t in (await client.list_tools()).tools}
+            await client.call_tool("calc__register_tool", {"name": "brand_new"})
+            after: set[str] = set()
+            for _ in range(50):  # the notification reaches Hermes asynchronously
+                after = {t.name for t in (await client.list_tools()).tools}
+                if "calc__brand_new" in after:
+                    break
+                await asyncio.sleep(0.1)
+            return before, after
+
+    before, after = await asyncio.wait_for(session(), 90)
+    assert {"calc__add", "calculator"} <= before
+    assert "calc__brand_new" not in before
+    assert "calc__brand_new" in after
+
+
 def test_serve_refuses_a_public_host_without_a_token(hermes: Hermes) -> None:
     result = hermes("mcp", "serve", "--transport", "http", "--host", "0.0.0.0", "--port", "0")
     assert result.returncode == 2, result

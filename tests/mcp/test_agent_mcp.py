@@ -19,6 +19,12 @@ def calc__add(a: int, b: int) -> int:
     return -1
 
 
+@tool
+def calc__echo(text: str) -> str:
+    """A local tool that takes a remote tool's name after the agent was built."""
+    return text
+
+
 async def test_remote_tools_are_offered_and_called_through_the_agent(tmp_path: Path) -> None:
     model = ScriptedModel([call("calc__add", {"a": 2, "b": 3}), say("5")])
     agent = Agent(model=model, store=tmp_path / "h.db", mcp_servers={"calc": stdio_config()})
@@ -52,22 +58,49 @@ async def test_a_local_tool_is_never_shadowed_by_a_remote_one(tmp_path: Path) ->
 
 
 async def test_a_turn_never_waits_for_a_server_and_a_late_one_joins_later(tmp_path: Path) -> None:
-    # A shell wrapper that sleeps before starting the server: connecting takes ~1.5 s.
+    gate = tmp_path / "gate"
+    # The server starts only once the test opens the gate: until then it is "connecting".
     script = tmp_path / "late.sh"
-    script.write_text(f'#!/bin/sh\nsleep 1.5\nexec "{sys.executable}" "{SERVER_SCRIPT}"\n')
+    script.write_text(
+        f'#!/bin/sh\nwhile [ ! -f "{gate}" ]; do sleep 0.05; done\n'
+        f'exec "{sys.executable}" "{SERVER_SCRIPT}"\n'
+    )
     script.chmod(0o755)
-    config = ServerConfig(command=str(script), connect_timeout=20)
+    config = ServerConfig(command=str(script), connect_timeout=60)
     model = ScriptedModel([say("first"), say("second")])
     agent = Agent(model=model, store=tmp_path / "h.db", mcp_servers={"late": config})
     async with agent:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        await agent.run("hi", session_id="mcp-agent-0003")
-        assert loop.time() - started < 1.0  # the first turn did not wait for the server
+        first = await agent.run("hi", session_id="mcp-agent-0003")
+        assert first.reply == "first"
+        assert agent.mcp is not None
+        # The turn is over while the server is still held back: it did not wait for it.
+        assert agent.mcp.manager.connection("late").state == "connecting"
         assert not any(s.name.startswith("late__") for s in model.requests[0].tools)
+        gate.touch()
         await agent.connect_mcp()
         await agent.run("again", session_id="mcp-agent-0003")
     assert any(s.name == "late__add" for s in model.requests[1].tools)
+
+
+async def test_a_local_tool_registered_later_is_kept_and_reported(tmp_path: Path) -> None:
+    agent = Agent(
+        model=ScriptedModel([]), store=tmp_path / "h.db", mcp_servers={"calc": stdio_config()}
+    )
+    local = agent.tools.register(calc__add)
+    async with agent:
+        await agent.connect_mcp()
+        assert agent.tools.get("calc__add") is local
+        assert "calc__echo" in agent.tools
+        assert agent.mcp is not None
+        assert any("calc__add" in c.reason for c in agent.mcp.manager.collisions)
+        # A local tool that takes a remote tool's name later survives the next sync, which
+        # removes the remote tools of a server that went away.
+        echo = agent.tools.register(calc__echo, replace=True)
+        await agent.mcp.manager.connection("calc").aclose()
+        agent.mcp.sync()
+        assert agent.tools.get("calc__echo") is echo
+        assert agent.tools.get("calc__add") is local
+        assert "calc__fail" not in agent.tools
 
 
 async def test_a_failed_server_leaves_the_agent_working(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.observe import get_logger
 from hermes.session.tokens import count_tokens
+from hermes.tools.base import Tool
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.toolsets import ToolsetIndex
 
@@ -51,9 +52,9 @@ class RemoteTools:
         self.owned = not isinstance(source, McpManager)
         self.manager = source if isinstance(source, McpManager) else McpManager(source)
         self._runtime = runtime
-        #: Names of the local tools, fixed when the agent was built: never replaced remotely.
-        self._local = frozenset(runtime.tools.names())
-        self._remote: set[str] = set()
+        #: The remote tools this object put in the registry, by name. Everything else in the
+        #: registry is local — also tools registered after the agent was built — and reserved.
+        self._remote: dict[str, Tool] = {}
         self._version: int | None = None
         self._started = False
 
@@ -70,21 +71,29 @@ class RemoteTools:
         self.sync()
 
     def sync(self) -> None:
-        """Bring the registry in step with the servers' current tools (cheap when unchanged)."""
+        """Bring the registry in step with the servers' current tools (cheap when unchanged).
+
+        Only tools this object registered are ever replaced or removed: a local tool — also one
+        registered after the agent was built, or one that took a remote tool's name — stays,
+        and the remote tool of that name is reported as a collision instead.
+        """
         self.start()
         version = self.manager.version
         if version == self._version:
             return
         self._version = version
-        registry = self._runtime.tools
-        current = {tool.name: tool for tool in self.manager.tools(reserved=self._local)}
-        for name in self._remote - current.keys():
-            registry.unregister(name)
+        registry, ours = self._runtime.tools, self._remote
+        reserved = [name for name in registry.names() if registry.get(name) is not ours.get(name)]
+        current = {tool.name: tool for tool in self.manager.tools(reserved=reserved)}
+        for name, tool in ours.items():
+            if name not in current and registry.get(name) is tool:
+                registry.unregister(name)
         for name, tool in current.items():
-            if registry.get(name) is not tool:
+            existing = registry.get(name)
+            if existing is not tool and (existing is None or existing is ours.get(name)):
                 registry.register(tool, replace=True)
-        added, removed = current.keys() - self._remote, self._remote - current.keys()
-        self._remote = set(current)
+        added, removed = current.keys() - ours.keys(), ours.keys() - current.keys()
+        self._remote = current
         self._refresh_runtime()
         if added or removed:
             logger.info(

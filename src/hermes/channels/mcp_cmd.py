@@ -9,8 +9,12 @@ its state and tools; with ``--json`` one JSON list of ``{"name", "state", "trans
 "tools", "error", …}``. ``call`` takes the server's own tool name (not the ``<prefix>__`` one)
 and runs the call through the executor pipeline like the agent would, so the arguments are
 validated locally first; with ``--json`` it prints ``{"ok", "output", "error", "server",
-"tool"}``. Exit codes: 0 done; 2 refused (bad JSON, unknown server or tool, bad config);
-3 the call ran but failed (the server was unreachable, or the tool reported an error).
+"tool"}`` for a call that was made.
+
+Exit codes: 0 done; 2 refused before any call (bad ``--args`` JSON, unknown server or tool, bad
+config) — with ``--json`` stdout is ``{"error": {"type", "message"}}`` as for every command;
+3 the call was made and failed (invalid arguments for the server's schema, the server was
+unreachable, the call timed out, or the tool reported an error).
 """
 
 from __future__ import annotations
@@ -24,7 +28,15 @@ from rich.table import Table
 from rich.text import Text
 
 from hermes.channels.app import JsonFlag, app, loaded_config, open_agent, run_async
-from hermes.channels.output import fail, note, out, report_error, write_json, write_text
+from hermes.channels.output import (
+    fail,
+    note,
+    out,
+    report_error,
+    report_warning,
+    write_json,
+    write_text,
+)
 from hermes.errors import ConfigError, HermesError, InvalidInputError
 
 if TYPE_CHECKING:
@@ -256,10 +268,18 @@ async def _serve(loaded: LoadedConfig, transport: str, host: str, port: int) -> 
             workspace=loaded.workspace,
             extras=agent.tool_extras,
             include_remote=settings.include_mcp_tools,
+            # Servers that connect late, reconnect or change their tools are picked up at the
+            # next request, as an agent picks them up at the next turn.
+            before_request=agent.mcp.sync if settings.include_mcp_tools and agent.mcp else None,
         )
         if transport == "stdio":
             await server.serve_stdio()
         else:
+            if settings.token is None:
+                report_warning(
+                    "no mcp_serve.token: any program on this machine can call these tools / "
+                    "未设置令牌：本机任何程序都可以调用这些工具"
+                )
 
             def ready(actual: int) -> None:
                 note(f"Hermes MCP server on http://{host}:{actual}/mcp / MCP 服务已启动")

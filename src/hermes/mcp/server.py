@@ -137,6 +137,7 @@ class HermesMcpServer:
         extras: Mapping[str, Any] | None = None,
         max_output_chars: int = 20_000,
         include_remote: bool = False,
+        before_request: Callable[[], None] | None = None,
     ) -> None:
         if max_output_chars < 1:
             raise ValueError(f"max_output_chars must be at least 1, got {max_output_chars}")
@@ -147,6 +148,9 @@ class HermesMcpServer:
         self.workspace = Path(workspace) if workspace is not None else Path.cwd()
         self.max_output_chars = max_output_chars
         self.include_remote = include_remote
+        #: Called before each listing and call: brings a registry with remote tools up to
+        #: date (``hermes mcp serve`` passes the agent's MCP sync), as a turn would.
+        self._before_request = before_request
         base = {k: v for k, v in (extras or {}).items() if k != APPROVED_CALLS_KEY}
         if authorizer is not None:
             base[AUTHORIZER_KEY] = authorizer
@@ -221,6 +225,8 @@ class HermesMcpServer:
 
     def offered_tools(self) -> list[Tool]:
         """The registry tools a client is offered, in registration order."""
+        if self._before_request is not None:
+            self._before_request()
         offered = [tool for tool in self.tools if self._exposed(tool) and self._approvable(tool)]
         if self.authorizer is not None and self.authorizer.enabled:
             offered = self.authorizer.filter_tools(self.user_id, offered)
@@ -257,6 +263,8 @@ class HermesMcpServer:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         name = params.name
+        if self._before_request is not None:
+            self._before_request()
         tool = self.tools.get(name)
         if tool is None or not self._exposed(tool):
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name}")
