@@ -1,0 +1,541 @@
+"""L2: the index of tool calls (issue 5 §2, seed 000 §2.4 and §3.5).
+
+Every tool call becomes one row ``{session_id, user_id, tool_name, input_hash, output_hash,
+timestamp, metadata}`` in a SQLite file (WAL) owned by :class:`~hermes.sqlite_support.
+SQLiteWorker`, so "what did this session call", "every ``send_email`` this week" and "the
+latest good result of this exact call" are index seeks, never scans (seed 000 §2.4: precise
+recall by session and tool instead of fuzzy vector search).
+
+Choices, documented once:
+
+- **Timestamps** are epoch seconds (UTC by definition) in a ``REAL`` column — compact,
+  index-friendly, unambiguous, and what the session store uses. Records expose them as
+  ``timestamp`` (float) and ``at`` (an aware UTC ``datetime``); queries accept either a float
+  or an aware ``datetime`` (a naive one is refused: its zone is a guess).
+- **The file**: its own ``memory.db`` beside the session database (``ToolMemory.open`` puts
+  it there). Not the session file itself: both stores version their schema with
+  ``PRAGMA user_version``, which is one number per file; and the index's write rate (every
+  tool call) should not contend with the session's locks.
+- **Hashes** are sha256 over canonical JSON (``hermes.memory.hashing``); ``input_hash`` is
+  ``NULL`` when the arguments have no JSON form (such a call is recorded, never reused) and
+  ``output_hash`` when there is no output (a failed call).
+- ``status`` is ``ok`` | ``error`` | ``unconfirmed``; ``reusable`` (0/1) marks the rows the
+  tiers may answer a later identical call from: a fresh (not itself reused), confirmed, ok
+  result of a ``cache_ttl`` tool whose output is archived in L3.
+- **Debug mode** (``debug=True`` on the index or per query): every :class:`QueryResult`
+  carries the SQL it ran, its parameters and SQLite's query plan — paste them into the
+  ``sqlite3`` shell to see why a query returned what it did (seed 000 §4.4).
+
+Schema changes are versioned like the session store's (``MIGRATIONS`` below, applied with
+``hermes.session.migrations.apply_migrations``): append a step, never edit a released one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any, Literal, get_args
+
+from hermes.errors import HermesError, StoreError
+from hermes.memory.hashing import canonical_json, is_content_hash
+from hermes.session.migrations import Migration, apply_migrations
+from hermes.sqlite_support import SQLiteWorker, is_busy
+
+__all__ = [
+    "MIGRATIONS",
+    "InvalidRecordError",
+    "NewToolCall",
+    "QueryResult",
+    "ToolCallIndex",
+    "ToolCallRecord",
+    "ToolCallStatus",
+]
+
+ToolCallStatus = Literal["ok", "error", "unconfirmed"]
+_STATUSES: frozenset[str] = frozenset(get_args(ToolCallStatus))
+Order = Literal["newest", "oldest"]
+
+#: Bounds of one query's answer and of one record's fields.
+MAX_QUERY_LIMIT = 10_000
+MAX_NAME_LENGTH = 256
+MAX_METADATA_CHARS = 64 * 1024
+
+_V1: Migration = (
+    """
+    CREATE TABLE tool_calls (
+        id          INTEGER PRIMARY KEY,
+        session_id  TEXT NOT NULL,
+        user_id     TEXT NOT NULL,
+        tool_name   TEXT NOT NULL,
+        input_hash  TEXT,
+        output_hash TEXT,
+        status      TEXT NOT NULL CHECK (status IN ('ok', 'error', 'unconfirmed')),
+        reusable    INTEGER NOT NULL DEFAULT 0 CHECK (reusable IN (0, 1)),
+        created_at  REAL NOT NULL,
+        metadata    TEXT NOT NULL DEFAULT '{}'
+    )
+    """,
+    # Each index ends in created_at, and (implicitly) the rowid: "newest first" within a
+    # session, tool or user is a backwards walk of one index, no sort.
+    "CREATE INDEX tool_calls_by_session ON tool_calls (session_id, created_at)",
+    "CREATE INDEX tool_calls_by_tool ON tool_calls (tool_name, created_at)",
+    # Seed 000 §2.4's own example — "the email this session sent" — is session AND tool.
+    "CREATE INDEX tool_calls_by_session_tool ON tool_calls (session_id, tool_name, created_at)",
+    "CREATE INDEX tool_calls_by_user ON tool_calls (user_id, created_at)",
+    "CREATE INDEX tool_calls_by_time ON tool_calls (created_at)",
+    # Which rows still use a blob (forgetting a user deletes only blobs nobody else uses).
+    "CREATE INDEX tool_calls_by_output ON tool_calls (output_hash) WHERE output_hash IS NOT NULL",
+    # The reuse lookup: one seek to the newest reusable row of (tool, user, input).
+    "CREATE INDEX tool_calls_reusable ON tool_calls (tool_name, user_id, input_hash, created_at) "
+    "WHERE reusable = 1",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1,)
+
+_COLUMNS = (
+    "id, session_id, user_id, tool_name, input_hash, output_hash, status, reusable, "
+    "created_at, metadata"
+)
+_INSERT = (
+    "INSERT INTO tool_calls (session_id, user_id, tool_name, input_hash, output_hash, status, "
+    "reusable, created_at, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SELECT_REUSABLE = (
+    f"SELECT {_COLUMNS} FROM tool_calls WHERE tool_name = ? AND user_id = ? AND input_hash = ? "
+    "AND reusable = 1 AND created_at >= ?"
+)
+_NEWEST_FIRST = " ORDER BY created_at DESC, id DESC LIMIT ?"
+
+
+class InvalidRecordError(HermesError):
+    """A tool-call record or a query argument is malformed; the message names the field."""
+
+    code = "invalid_record"
+    status = 400
+
+
+@dataclass(frozen=True, slots=True)
+class NewToolCall:
+    """One tool call to record. ``user_id`` ``None`` (or ``""``) is an anonymous caller."""
+
+    session_id: str
+    user_id: str | None
+    tool_name: str
+    input_hash: str | None
+    output_hash: str | None
+    status: ToolCallStatus
+    timestamp: float
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    reusable: bool = False
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """One recorded tool call (see the module docstring for the fields).
+
+    ``metadata`` is parsed from ``metadata_json`` on first access: a query of 100 rows that
+    only needs ids and hashes does not pay for 100 JSON parses.
+    """
+
+    id: int
+    session_id: str
+    user_id: str | None
+    tool_name: str
+    input_hash: str | None
+    output_hash: str | None
+    status: ToolCallStatus
+    reusable: bool
+    timestamp: float
+    metadata_json: str = field(default="{}", repr=False)
+
+    @property
+    def at(self) -> datetime:
+        """When the call was recorded, as an aware UTC datetime."""
+        return datetime.fromtimestamp(self.timestamp, UTC)
+
+    @cached_property
+    def metadata(self) -> dict[str, Any]:
+        """The call's metadata (``{"corrupt_metadata": true}`` if the stored text is not a
+        JSON object — never an exception for a damaged row)."""
+        try:
+            value = json.loads(self.metadata_json)
+        except ValueError:
+            return {"corrupt_metadata": True}
+        return value if isinstance(value, dict) else {"corrupt_metadata": True}
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """The records a query found; in debug mode also the SQL, its parameters and the plan."""
+
+    records: list[ToolCallRecord]
+    sql: str | None = None
+    params: tuple[Any, ...] | None = None
+    plan: tuple[str, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @property
+    def first(self) -> ToolCallRecord | None:
+        return self.records[0] if self.records else None
+
+
+class ToolCallIndex(SQLiteWorker):
+    """The L2 index on one SQLite file; opened (and migrated) at construction.
+
+    Raises :class:`~hermes.errors.StoreError` if the file cannot be opened, is not a database
+    or has a newer schema. ``debug`` makes every query return its SQL (see the module
+    docstring). All methods are async: they run on the caller's thread when that cannot block,
+    else on the index's worker thread (``SQLiteWorker``).
+    """
+
+    kind = "memory index"
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0, debug: bool = False
+    ) -> None:
+        super().__init__(os.fspath(path), busy_timeout, thread_name="hermes-memory")
+        self.debug = debug
+        self._open_now()
+
+    def __repr__(self) -> str:
+        return f"ToolCallIndex({self.path!r})"
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        apply_migrations(conn, self.path, MIGRATIONS)
+
+    def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        text, path = str(exc), self.path
+        if is_busy(exc):
+            message = f"the memory index {path} is locked (busy for {self.busy_timeout:g} s)"
+        elif name == "SQLITE_NOTADB" or "not a database" in text:
+            message = f"{path} is not a database (or is encrypted or damaged)"
+        elif name.startswith("SQLITE_CANTOPEN"):
+            message = f"cannot open the memory index {path} (is its directory writable?)"
+        elif name == "SQLITE_FULL":
+            message = f"the disk is full, cannot write the memory index {path}"
+        elif name.startswith("SQLITE_READONLY"):
+            message = f"the memory index {path} is read-only"
+        else:
+            message = f"{action} failed on the memory index {path}: {text}"
+        return StoreError(
+            message, path=path, action=action, sqlite_error=name or type(exc).__name__
+        )
+
+    # -- writing -----------------------------------------------------------------------------
+    async def record(self, call: NewToolCall) -> int:
+        """Store one call (one commit); returns its id."""
+        row = _row_of(call)
+        return await self._run("record", _insert_one, row)
+
+    async def record_many(self, calls: Sequence[NewToolCall]) -> list[int]:
+        """Store several calls in one transaction (an import, a batch); returns their ids."""
+        rows = [_row_of(call) for call in calls]
+        if not rows:
+            return []
+        return await self._run("record_many", _insert_many, rows)
+
+    async def set_status(self, record_id: int, status: ToolCallStatus, *, reusable: bool) -> bool:
+        """Change a record's status and reuse flag (e.g. an unconfirmed result confirmed);
+        ``False`` if there is no such record."""
+        _check_status(status)
+        return await self._run("set_status", _update_status, record_id, status, int(reusable))
+
+    async def forget_user(self, user_id: str) -> list[str]:
+        """Delete every record of ``user_id``; returns the output hashes no remaining record
+        uses (their L3 blobs can go)."""
+        if not isinstance(user_id, str) or not user_id:
+            raise InvalidRecordError("forget_user needs a non-empty user id")
+        return await self._run("forget_user", _delete_where, "user_id = ?", (user_id,))
+
+    async def prune(self, before: float | datetime) -> list[str]:
+        """Delete the records older than ``before``; returns the output hashes no remaining
+        record uses."""
+        cutoff = _epoch(before, "before")
+        return await self._run("prune", _delete_where, "created_at < ?", (cutoff,))
+
+    # -- reading -----------------------------------------------------------------------------
+    async def get(self, record_id: int) -> ToolCallRecord | None:
+        """The record with this id, or ``None``."""
+        rows = await self._run(
+            "get", _fetch, f"SELECT {_COLUMNS} FROM tool_calls WHERE id = ?", (record_id,)
+        )
+        return _record_of(rows[0]) if rows else None
+
+    async def query(
+        self,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        tool_name: str | None = None,
+        status: ToolCallStatus | None = None,
+        since: float | datetime | None = None,
+        until: float | datetime | None = None,
+        limit: int = 100,
+        order: Order = "newest",
+        debug: bool | None = None,
+    ) -> QueryResult:
+        """Records matching every given filter, newest (or oldest) first, at most ``limit``.
+
+        ``since`` is inclusive, ``until`` exclusive. Only fixed SQL fragments are combined;
+        every value is a bound parameter.
+        """
+        terms: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("session_id", session_id),
+            ("user_id", user_id),
+            ("tool_name", tool_name),
+            ("status", status),
+        ):
+            if value is not None:
+                terms.append(f"{column} = ?")
+                params.append(value)
+        if status is not None:
+            _check_status(status)
+        if since is not None:
+            terms.append("created_at >= ?")
+            params.append(_epoch(since, "since"))
+        if until is not None:
+            terms.append("created_at < ?")
+            params.append(_epoch(until, "until"))
+        if order not in ("newest", "oldest"):
+            raise InvalidRecordError(f"order must be 'newest' or 'oldest', not {order!r}")
+        direction = "DESC" if order == "newest" else "ASC"
+        where = f" WHERE {' AND '.join(terms)}" if terms else ""
+        sql = (
+            f"SELECT {_COLUMNS} FROM tool_calls{where} "
+            f"ORDER BY created_at {direction}, id {direction} LIMIT ?"
+        )
+        params.append(_check_limit(limit))
+        return await self._select("query", sql, tuple(params), debug)
+
+    async def by_session(
+        self,
+        session_id: str,
+        *,
+        limit: int = 100,
+        order: Order = "newest",
+        debug: bool | None = None,
+    ) -> QueryResult:
+        """The calls of one session."""
+        return await self.query(session_id=session_id, limit=limit, order=order, debug=debug)
+
+    async def by_tool(
+        self,
+        tool_name: str,
+        *,
+        since: float | datetime | None = None,
+        until: float | datetime | None = None,
+        limit: int = 100,
+        debug: bool | None = None,
+    ) -> QueryResult:
+        """The calls of one tool (optionally within a time range), newest first."""
+        return await self.query(
+            tool_name=tool_name, since=since, until=until, limit=limit, debug=debug
+        )
+
+    async def in_range(
+        self,
+        since: float | datetime,
+        until: float | datetime,
+        *,
+        limit: int = 100,
+        order: Order = "newest",
+        debug: bool | None = None,
+    ) -> QueryResult:
+        """The calls recorded in ``[since, until)``."""
+        return await self.query(since=since, until=until, limit=limit, order=order, debug=debug)
+
+    async def latest_reusable(
+        self,
+        tool_name: str,
+        input_hash: str,
+        *,
+        user_id: str | None,
+        session_id: str | None = None,
+        max_age: float,
+        now: float,
+        debug: bool | None = None,
+    ) -> QueryResult:
+        """The newest reusable record of this exact call recorded at most ``max_age`` seconds
+        before ``now`` — by ``user_id`` (``None``: anonymous callers), and within
+        ``session_id`` when given. At most one record."""
+        if not is_content_hash(input_hash):
+            raise InvalidRecordError("input_hash must be 64 lowercase hex characters")
+        if not max_age > 0:  # also refuses NaN; infinity means "any age"
+            raise InvalidRecordError(f"max_age must be a positive number, got {max_age!r}")
+        sql = _SELECT_REUSABLE
+        params: tuple[Any, ...] = (tool_name, user_id or "", input_hash, now - max_age)
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            params += (session_id,)
+        return await self._select("latest_reusable", sql + _NEWEST_FIRST, (*params, 1), debug)
+
+    async def _select(
+        self, action: str, sql: str, params: tuple[Any, ...], debug: bool | None
+    ) -> QueryResult:
+        explain = self.debug if debug is None else debug
+        if not explain:
+            rows = await self._run(action, _fetch, sql, params)
+            return QueryResult([_record_of(row) for row in rows])
+        rows, plan = await self._run(action, _fetch_with_plan, sql, params)
+        return QueryResult([_record_of(row) for row in rows], sql, params, plan)
+
+
+# -- running on the connection (fast path or worker) ---------------------------------------
+
+
+def _insert_one(conn: sqlite3.Connection, row: tuple[Any, ...]) -> int:
+    cursor = conn.execute(_INSERT, row)
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
+def _insert_many(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[int]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        ids = [_insert_one(conn, row) for row in rows]
+        conn.execute("COMMIT")
+    except BaseException:  # clean up, then re-raise unchanged
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return ids
+
+
+def _update_status(conn: sqlite3.Connection, record_id: int, status: str, reusable: int) -> bool:
+    cursor = conn.execute(
+        "UPDATE tool_calls SET status = ?, reusable = ? WHERE id = ?", (status, reusable, record_id)
+    )
+    return cursor.rowcount == 1
+
+
+def _delete_where(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[str]:
+    """Delete the rows matching ``where`` (a fixed fragment) and return the output hashes no
+    remaining row uses — in one transaction, so a concurrent writer cannot slip between."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        hashes = [
+            row[0]
+            for row in conn.execute(
+                f"SELECT DISTINCT output_hash FROM tool_calls WHERE {where} "
+                "AND output_hash IS NOT NULL",
+                params,
+            )
+        ]
+        conn.execute(f"DELETE FROM tool_calls WHERE {where}", params)
+        orphaned = [
+            digest
+            for digest in hashes
+            if conn.execute(
+                "SELECT 1 FROM tool_calls WHERE output_hash = ? LIMIT 1", (digest,)
+            ).fetchone()
+            is None
+        ]
+        conn.execute("COMMIT")
+    except BaseException:  # clean up, then re-raise unchanged
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return orphaned
+
+
+def _fetch(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
+    return conn.execute(sql, params).fetchall()
+
+
+def _fetch_with_plan(
+    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]
+) -> tuple[list[Any], tuple[str, ...]]:
+    plan = tuple(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+    return conn.execute(sql, params).fetchall(), plan
+
+
+# -- values in and out -----------------------------------------------------------------------
+
+
+def _row_of(call: NewToolCall) -> tuple[Any, ...]:
+    """The column values of a new record, checked (raises :class:`InvalidRecordError`)."""
+    _check_name(call.tool_name, "tool_name", allow_empty=False)
+    _check_name(call.session_id, "session_id", allow_empty=True)
+    if call.user_id is not None:
+        _check_name(call.user_id, "user_id", allow_empty=True)
+    for name, value in (("input_hash", call.input_hash), ("output_hash", call.output_hash)):
+        if value is not None and not is_content_hash(value):
+            raise InvalidRecordError(f"{name} must be 64 lowercase hex characters or None")
+    _check_status(call.status)
+    if call.reusable and (call.status != "ok" or call.input_hash is None):
+        raise InvalidRecordError("only an ok record with an input hash can be reusable")
+    timestamp = _epoch(call.timestamp, "timestamp")
+    if not isinstance(call.metadata, Mapping):
+        raise InvalidRecordError("metadata must be a JSON object (a mapping)")
+    metadata = canonical_json(dict(call.metadata))  # NotJSONSafeError names the field
+    if len(metadata) > MAX_METADATA_CHARS:
+        raise InvalidRecordError(
+            f"metadata is {len(metadata)} characters of JSON, more than {MAX_METADATA_CHARS}"
+        )
+    return (
+        call.session_id,
+        call.user_id or "",
+        call.tool_name,
+        call.input_hash,
+        call.output_hash,
+        call.status,
+        1 if call.reusable else 0,
+        timestamp,
+        metadata,
+    )
+
+
+def _record_of(row: Any) -> ToolCallRecord:
+    record_id, session, user, tool, input_hash, output_hash, status, reusable, at, meta = row
+    return ToolCallRecord(
+        record_id, session, user or None, tool, input_hash, output_hash, status, bool(reusable),
+        at, meta,
+    )  # fmt: skip
+
+
+def _check_name(value: object, what: str, *, allow_empty: bool) -> None:
+    if not isinstance(value, str):
+        raise InvalidRecordError(f"{what} must be a string, not {type(value).__name__}")
+    if not value and not allow_empty:
+        raise InvalidRecordError(f"{what} is empty")
+    if len(value) > MAX_NAME_LENGTH:
+        raise InvalidRecordError(f"{what} is longer than {MAX_NAME_LENGTH} characters")
+
+
+def _check_status(status: object) -> None:
+    if status not in _STATUSES:
+        raise InvalidRecordError(f"status must be one of {sorted(_STATUSES)}, not {status!r}")
+
+
+def _check_limit(limit: int) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_QUERY_LIMIT:
+        raise InvalidRecordError(f"limit must be an integer from 1 to {MAX_QUERY_LIMIT}")
+    return limit
+
+
+def _epoch(value: object, what: str) -> float:
+    """Epoch seconds from a number or an aware datetime (raises :class:`InvalidRecordError`)."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise InvalidRecordError(
+                f"{what} is a naive datetime; give it a time zone (e.g. UTC) — "
+                "its meaning would be a guess"
+            )
+        return value.timestamp()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidRecordError(f"{what} must be epoch seconds or an aware datetime")
+    number = float(value)
+    if not math.isfinite(number):
+        raise InvalidRecordError(f"{what} must be a finite number of epoch seconds")
+    return number
