@@ -1,0 +1,229 @@
+"""Long-term memory records (issue 5 §5, seed 001 §5.1–5.2): what a memory is, what a caller
+may write, and the validation that refuses bad input with one clear sentence."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Final, Literal, get_args
+
+from hermes.errors import InvalidIdError, InvalidInputError
+
+MemoryKind = Literal["preference", "fact", "habit", "event"]
+MEMORY_KINDS: Final[tuple[MemoryKind, ...]] = get_args(MemoryKind)
+
+#: Longest memory accepted, in characters. A memory is one statement about the user; a longer
+#: text is a document (the L3 archive's business), not something to inject into every prompt.
+MAX_CONTENT_CHARS: Final = 2000
+MAX_TOPIC_CHARS: Final = 200
+MAX_TAGS: Final = 16
+MAX_TAG_CHARS: Final = 64
+
+_MEMORY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+
+
+class MemoryNotFoundError(InvalidInputError):
+    """No memory with this id belongs to this user (another user's memory is "not found" too,
+    so ids cannot be probed across users)."""
+
+    code = "memory_not_found"
+    status = 404
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDraft:
+    """What a caller writes: a memory before the store gives it an id and timestamps.
+
+    ``topic`` and ``tags`` say what the memory is about (e.g. ``topic="salary 薪资"``): recall
+    shows a ``sensitive`` memory only when the message mentions one of them. ``expires_at``
+    (epoch seconds) makes a memory stop being recalled at that time.
+    """
+
+    content: str
+    kind: MemoryKind = "fact"
+    confidence: float = 1.0
+    source_session: str | None = None
+    sensitive: bool = False
+    topic: str | None = None
+    tags: tuple[str, ...] = ()
+    expires_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One stored long-term memory. Times are epoch seconds (UTC)."""
+
+    id: str
+    user_id: str
+    kind: MemoryKind
+    content: str
+    confidence: float
+    source_session: str | None
+    created_at: float
+    updated_at: float
+    last_recalled_at: float | None
+    recall_count: int
+    expires_at: float | None
+    superseded_by: str | None
+    sensitive: bool
+    topic: str | None
+    tags: tuple[str, ...]
+
+    def is_active(self, now: float) -> bool:
+        """Neither superseded nor expired at ``now``."""
+        return self.superseded_by is None and (self.expires_at is None or self.expires_at > now)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-safe data (export, CLI ``--json``)."""
+        return {
+            "id": self.id,
+            "user_id": self.user_id,
+            "kind": self.kind,
+            "content": self.content,
+            "confidence": self.confidence,
+            "source_session": self.source_session,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "last_recalled_at": self.last_recalled_at,
+            "recall_count": self.recall_count,
+            "expires_at": self.expires_at,
+            "superseded_by": self.superseded_by,
+            "sensitive": self.sensitive,
+            "topic": self.topic,
+            "tags": list(self.tags),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHit:
+    """A memory found by a search, with its scores (each 0..1).
+
+    ``keyword_score`` is the BM25 score divided by the best score the query could reach;
+    ``vector_score`` the calibrated embedding similarity, None when no embedder ran; ``score``
+    blends both (``hermes.memory.longterm.combine_scores``).
+    """
+
+    record: MemoryRecord
+    score: float
+    keyword_score: float
+    vector_score: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{id, content, kind, score}`` — the shape of ``hermes memory search --json``."""
+        return {
+            "id": self.record.id,
+            "content": self.record.content,
+            "kind": self.record.kind,
+            "score": round(self.score, 4),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilter:
+    """Which of the user's memories a search may return (the user scope is always enforced).
+
+    ``include_inactive`` adds superseded and expired memories. ``updated_since`` (epoch
+    seconds) drops memories not updated since then, except kinds in ``recency_exempt``.
+    """
+
+    include_inactive: bool = False
+    updated_since: float | None = None
+    recency_exempt: tuple[MemoryKind, ...] = ()
+
+    def sql(self, now: float) -> tuple[str, tuple[Any, ...]]:
+        """The SQL terms (each starting with `` AND``, on table alias ``m``) and parameters."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if not self.include_inactive:
+            clauses.append("m.superseded_by IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?)")
+            params.append(now)
+        if self.updated_since is not None:
+            exempt = ", ".join("?" for _ in self.recency_exempt)
+            clauses.append(
+                f"(m.updated_at >= ? OR m.kind IN ({exempt}))" if exempt else "m.updated_at >= ?"
+            )
+            params.extend((self.updated_since, *self.recency_exempt))
+        return "".join(f" AND {c}" for c in clauses), tuple(params)
+
+
+# -- validation ----------------------------------------------------------------------------
+
+
+def validate_content(value: object) -> str:
+    """The memory text, stripped; refuses non-strings, blank text and text over the limit."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"memory content must be a string, not {type(value).__name__}")
+    text = value.strip()
+    if not text:
+        raise InvalidInputError("memory content is empty / 记忆内容为空")
+    if len(text) > MAX_CONTENT_CHARS:
+        raise InvalidInputError(
+            f"memory content is too long ({len(text)} characters, at most {MAX_CONTENT_CHARS}) "
+            f"/ 记忆内容过长（{len(text)} 字，最多 {MAX_CONTENT_CHARS} 字）"
+        )
+    if "\x00" in text:
+        raise InvalidInputError("memory content contains a NUL character")
+    return text
+
+
+def validate_kind(value: object) -> MemoryKind:
+    for kind in MEMORY_KINDS:
+        if value == kind:
+            return kind
+    raise InvalidInputError(
+        f"memory kind must be one of {', '.join(MEMORY_KINDS)}, not {value!r}"[:200]
+    )
+
+
+def validate_confidence(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(f"confidence must be a number, not {type(value).__name__}")
+    number = float(value)
+    if not math.isfinite(number) or not 0.0 <= number <= 1.0:
+        raise InvalidInputError(f"confidence must be between 0 and 1, not {value!r}")
+    return number
+
+
+def validate_topic(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"memory topic must be a string, not {type(value).__name__}")
+    text = value.strip()
+    if len(text) > MAX_TOPIC_CHARS:
+        raise InvalidInputError(f"memory topic is too long (at most {MAX_TOPIC_CHARS} characters)")
+    return text or None
+
+
+def validate_tags(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise InvalidInputError("memory tags must be a list of strings")
+    if len(value) > MAX_TAGS:
+        raise InvalidInputError(f"too many memory tags ({len(value)}, at most {MAX_TAGS})")
+    tags: dict[str, None] = {}
+    for tag in value:
+        if not isinstance(tag, str) or not tag.strip():
+            raise InvalidInputError("each memory tag must be a non-empty string")
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidInputError(
+                f"a memory tag is too long (at most {MAX_TAG_CHARS} characters)"
+            )
+        tags[tag.strip()] = None
+    return tuple(tags)
+
+
+def validate_timestamp(value: object, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInputError(f"{what} must be a finite number of epoch seconds or None")
+    return float(value)
+
+
+def validate_memory_id(value: object) -> str:
+    """A memory id: 1–128 characters of ``[A-Za-z0-9._:@-]`` starting with a letter or digit."""
+    if not isinstance(value, str) or not _MEMORY_ID.fullmatch(value):
+        shown = repr(value)[:60]
+        raise InvalidIdError(f"memory id {shown} is not valid (letters, digits and . _ : @ -)")
+    return value
