@@ -83,6 +83,8 @@ mcp_servers: {}
 #    timeout: 30                     # seconds per call
 #    connect_timeout: 10             # seconds to start, initialize and list tools
 #    enabled: true
+#    permissions: []                 # rbac scopes a user needs for every tool of this server
+#    requires_approval: ["write_*"]  # true/false, or globs of tools a person must approve
 #  search:
 #    url: http://127.0.0.1:8931/mcp
 #    transport: streamable_http      # the default for a url; or sse
@@ -99,4 +101,22 @@ mcp_serve:
   allow_approval: false     # tools needing a person's approval are refused over MCP unless true
   include_mcp_tools: false  # also serve the tools of mcp_servers above
   user: null                # the user id calls run as (for rbac)
+
+# Memory: tool-call index + archive, working memory, long-term memories per user.
+# 记忆：工具调用索引与归档、工作记忆、按用户隔离的长期记忆。
+memory:
+  enabled: true
+  dir: null                 # memory.db + archive/; null: beside the session database
+  extraction: auto          # auto (the model if configured, else rules) | rules | model | off
+  threshold: 0.8            # keep a memory only above this confidence (置信度阈值)
+  habits: false             # implicit habits (a behaviour seen more than 3 times)
+  semantic: auto            # auto: vector recall when hermes[semantic] is installed | off
+  recall_min_score: 0.45
+  recall_max_items: 5
+  recency_days: 30          # habits/events older than this are not recalled
+  fill_arguments: true      # complete missing tool arguments from memory (never overrides)
+  tool_index: true          # record every tool call (L2 index) and its output (L3 archive)
+  upkeep_interval_hours: 24 # merge / demote / resolve conflicts; null: only `hermes memory upkeep`
+  demote_after_days: 90     # never-recalled memories are demoted after this …
+  delete_after_days: 180    # … and deleted after this
 """

@@ -12,6 +12,13 @@ In the widespread shape, ``type`` (``stdio`` / ``http`` / ``streamable-http`` / 
 ``transport`` and ``disabled`` to ``enabled``; a few display-only keys other clients write
 (``_FOREIGN_KEYS``) are ignored. Every other unknown key is an error naming the server and key.
 ``${ENV}`` placeholders are expanded by the config loader before these models see the values.
+
+Remote tools can be protected like local ones: ``permissions`` lists the RBAC scopes every tool
+of the server requires, and ``requires_approval`` is ``true`` (every tool), ``false`` (none) or
+a list of ``fnmatch`` patterns on the server's own tool names (``[write_*, delete_*]``)::
+
+    mcp_servers:
+      files: {command: npx, args: [...], permissions: ["files:write"], requires_approval: [write_*]}
 """
 
 from __future__ import annotations
@@ -21,7 +28,15 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from hermes.config.urls import http_url
 from hermes.errors import ConfigError
@@ -33,6 +48,10 @@ Transport = Literal["stdio", "streamable_http", "sse"]
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 _PREFIX = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 _MAX_SERVER_NAME = 64
+#: The RBAC scope syntax of ``hermes.config.schema`` (``RoleConfig``): ``segment(:segment)*``,
+#: optionally ending in ``:*``, or ``*`` alone. Repeated here because that module keeps its
+#: pattern private and is not ours to change; keep the two in step.
+_SCOPE = re.compile(r"\*|[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)*(?::\*)?")
 #: ``type`` values other clients write, mapped to our ``transport``.
 _TYPE_ALIASES: dict[str, Transport] = {
     "stdio": "stdio",
@@ -76,6 +95,8 @@ class ServerConfig(BaseModel):
     ``prefix`` namespaces its tools (``<prefix>__<tool>``); ``None`` means the server's name.
     ``timeout`` bounds each call, ``connect_timeout`` the start + initialize + tool listing.
     ``env`` and ``headers`` often carry secrets: they are kept out of ``repr`` and errors.
+    ``permissions`` (RBAC scopes) and ``requires_approval`` (all, none, or name patterns)
+    protect the server's tools like local ones (module docstring).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -92,6 +113,8 @@ class ServerConfig(BaseModel):
     timeout: float = Field(default=30.0, gt=0, le=86_400)
     connect_timeout: float = Field(default=10.0, gt=0, le=3_600)
     enabled: bool = True
+    permissions: tuple[str, ...] = ()
+    requires_approval: StrictBool | tuple[str, ...] = False
 
     @model_validator(mode="before")
     @classmethod
@@ -113,6 +136,24 @@ class ServerConfig(BaseModel):
             raise ValueError("must be 1-40 characters from A-Z a-z 0-9 _ . -")
         return value
 
+    @field_validator("permissions")
+    @classmethod
+    def _check_scopes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for scope in value:
+            if not _SCOPE.fullmatch(scope):
+                raise ValueError(
+                    f"invalid scope {scope!r:.80}: use segments of A-Z a-z 0-9 _ . - joined by "
+                    "':', optionally ending in ':*' (or '*' alone)"
+                )
+        return value
+
+    @field_validator("requires_approval")
+    @classmethod
+    def _check_patterns(cls, value: bool | tuple[str, ...]) -> bool | tuple[str, ...]:
+        if isinstance(value, tuple) and not all(pattern.strip() for pattern in value):
+            raise ValueError("tool name patterns must not be empty")
+        return value
+
     @model_validator(mode="after")
     def _check_shape(self) -> ServerConfig:
         if (self.command is None) == (self.url is None):
@@ -129,6 +170,13 @@ class ServerConfig(BaseModel):
             if stdio_keys:
                 raise ValueError(f"{', '.join(stdio_keys)} only apply to a 'command' server")
         return self
+
+    def needs_approval(self, remote_name: str) -> bool:
+        """Whether a person must approve each call of the server's tool ``remote_name``."""
+        value = self.requires_approval
+        if isinstance(value, bool):
+            return value
+        return any(fnmatch.fnmatchcase(remote_name, pattern) for pattern in value)
 
     def prefix_for(self, server_name: str) -> str:
         """The tool-name namespace: ``prefix``, else the server's name made name-safe."""

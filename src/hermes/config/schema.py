@@ -276,7 +276,43 @@ class McpServeConfig(_Section):
         return value or None
 
 
-_SECTIONS = ("agent", "store", "logging", "brain", "tools", "rbac", "mcp_serve")
+class MemoryConfig(_Section):
+    """Memory (issue 5): the tool-call index and archive, working memory, long-term memories.
+
+    Files live beside the session database (``memory.db`` and ``archive/`` in the store's
+    directory) unless ``dir`` says otherwise; an in-memory store keeps memory in memory.
+    """
+
+    enabled: bool = True
+    #: Directory of ``memory.db`` and ``archive/``; ``None``: the session store's directory.
+    dir: str | None = Field(default=None, min_length=1)
+    #: Long-term memories written after each turn: ``auto`` = by the configured model (fixed
+    #: JSON output), by rules with the offline brain; ``rules``; ``model``; ``off``.
+    extraction: Literal["auto", "rules", "model", "off"] = "auto"
+    #: Candidates below this confidence are not kept.
+    threshold: float = Field(default=0.8, ge=0, le=1)
+    #: Implicit habits (a behaviour seen more than 3 times) — off by default.
+    habits: bool = False
+    #: ``auto``: vector recall when the ``hermes[semantic]`` extra is installed; ``off``: keywords.
+    semantic: Literal["auto", "off"] = "auto"
+    recall_min_score: float = Field(default=0.45, ge=0, le=1)
+    recall_max_items: int = Field(default=5, ge=1, le=20)
+    #: Habits and events older than this are not recalled (facts and preferences are).
+    recency_days: float = Field(default=30, gt=0)
+    #: Complete a tool call's missing required arguments from working/long-term memory.
+    fill_arguments: bool = True
+    #: Record every tool call in the index (L2) and its output in the archive (L3).
+    tool_index: bool = True
+    #: Upkeep (merge, demote, resolve conflicts) every this many hours while an agent runs;
+    #: ``None``: only ``hermes memory upkeep``.
+    upkeep_interval_hours: float | None = Field(default=24, gt=0)
+    #: Never-recalled memories are demoted after this many days and deleted after
+    #: ``delete_after_days``.
+    demote_after_days: float = Field(default=90, gt=0)
+    delete_after_days: float = Field(default=180, gt=0)
+
+
+_SECTIONS = ("agent", "store", "logging", "brain", "tools", "rbac", "mcp_serve", "memory")
 
 
 class HermesConfig(_Section):
@@ -294,6 +330,7 @@ class HermesConfig(_Section):
     #: the pasted ``{"mcpServers": {...}}`` shape.
     mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict)
     mcp_serve: McpServeConfig = Field(default_factory=McpServeConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
 
     @field_validator("mcp_servers", mode="before")
     @classmethod
