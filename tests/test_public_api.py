@@ -102,7 +102,9 @@ SIGNATURES: dict[str, str] = {
         "summarizer: 'Summarizer | None' = None, states_file: 'str | Path | None' = None, "
         # Added with issue 3 (keyword-only, defaults keep the old behaviour).
         "authorizer: 'Authorizer | None' = None, toolset_limit: 'int' = 20, "
-        "http_allow: 'Sequence[str]' = (), mcp_servers: 'Mapping[str, ServerConfig] | McpManager | None' = None) -> 'None'"
+        "http_allow: 'Sequence[str]' = (), "
+        # Added with issue 4.
+        "mcp_servers: 'Mapping[str, ServerConfig] | McpManager | None' = None) -> 'None'"
     ),
     "Agent.run": (
         "(self, text: 'str', *, session_id: 'str | None' = None, "

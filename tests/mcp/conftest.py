@@ -16,6 +16,7 @@ import pytest
 from hermes.mcp import ReconnectPolicy, ServerConfig
 
 SERVER_SCRIPT = Path(__file__).parent / "servers" / "basic_server.py"
+RAW_SERVER_SCRIPT = Path(__file__).parent / "servers" / "raw_server.py"
 
 #: Reconnect numbers shrunk for tests: retries within tens of milliseconds, a breaker that
 #: only the breaker tests reach.
@@ -29,6 +30,12 @@ def stdio_config(*extra_args: str, **fields: object) -> ServerConfig:
     return ServerConfig.model_validate(
         {"command": sys.executable, "args": [str(SERVER_SCRIPT), *extra_args], **fields}
     )
+
+
+def raw_config(mode: str, *extra_args: str, **fields: object) -> ServerConfig:
+    """The misbehaving raw server (``servers/raw_server.py``) in ``mode``, over stdio."""
+    args = [str(RAW_SERVER_SCRIPT), mode, *extra_args]
+    return ServerConfig.model_validate({"command": sys.executable, "args": args, **fields})
 
 
 #: Runs the test server once ``marker`` exists (exec: same pid). Until then, mode ``fail``

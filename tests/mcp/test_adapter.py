@@ -9,12 +9,20 @@ import mcp_types as types
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes.mcp import MCP_TOOL_ERROR, adapt_tools, normalize_result, remote_tool, tool_name
-from hermes.mcp.adapter import tool_names
+from hermes.mcp import (
+    MCP_TOOL_ERROR,
+    McpConnection,
+    adapt_tools,
+    normalize_result,
+    remote_tool,
+    tool_name,
+)
+from hermes.mcp.adapter import MAX_ATTACHMENTS, tool_names
 from hermes.models.base import ToolCall
 from hermes.tools.base import ToolContext, ToolResult
 from hermes.tools.executor import execute_tool_call
 from hermes.tools.registry import ToolRegistry
+from tests.mcp.conftest import stdio_config
 
 VALID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 ADD_SCHEMA = {
@@ -158,3 +166,80 @@ async def test_valid_arguments_are_coerced_and_sent_under_the_remote_name() -> N
     )
     assert result.ok
     assert recorder.calls == [("add", {"a": 1, "b": 2})]
+
+
+def test_huge_structured_content_is_left_out_with_a_note() -> None:
+    big = {"rows": [{"n": i, "text": "z" * 50} for i in range(1_000)]}
+    result = normalize_result(
+        types.CallToolResult(content=[types.TextContent(text="rows")], structured_content=big),
+        max_text_chars=1_000,
+    )
+    assert result.ok
+    assert "structured" not in result.output
+    assert "structured content left out" in result.output["note"]
+    assert result.output["text"] == "rows"
+    assert len(result.to_model_text()) < 2_000
+
+
+def test_huge_structured_content_without_text_shows_its_clipped_json() -> None:
+    big = {"rows": ["z" * 50] * 1_000}
+    result = normalize_result(
+        types.CallToolResult(content=[], structured_content=big), max_text_chars=500
+    )
+    assert result.output["text"].startswith('{"rows": ["zzz')
+    assert "truncated" in result.output["text"]
+    assert len(result.to_model_text()) < 1_500
+
+
+def test_small_structured_content_is_kept_whole() -> None:
+    result = normalize_result(
+        types.CallToolResult(content=[], structured_content={"n": 1}), max_text_chars=100
+    )
+    assert result.output == {"text": "", "structured": {"n": 1}}
+
+
+def test_attachments_beyond_the_cap_are_only_counted() -> None:
+    count = MAX_ATTACHMENTS + 7
+    links = [types.ResourceLink(name=str(i), uri=f"file:///{i}") for i in range(count)]
+    result = normalize_result(types.CallToolResult(content=links))
+    assert len(result.output["attachments"]) == MAX_ATTACHMENTS
+    assert "7 more attachments" in result.output["note"]
+
+
+def test_adapted_tools_carry_the_servers_permissions_and_approval_patterns() -> None:
+    tools, _ = adapt_tools(
+        "srv",
+        "srv",
+        [mcp_tool("read_file"), mcp_tool("write_file")],
+        Recorder(),
+        permissions=("files:read",),
+        requires_approval=lambda name: name.startswith("write_"),
+    )
+    by_name = {tool.name: tool for tool in tools}
+    assert by_name["srv__read_file"].permissions == ("files:read",)
+    assert by_name["srv__write_file"].permissions == ("files:read",)
+    assert by_name["srv__read_file"].requires_approval is False
+    assert by_name["srv__write_file"].requires_approval is True
+
+
+def test_a_connection_protects_its_tools_and_utilities_as_configured() -> None:
+    config = stdio_config(permissions=["files:write", "files:read"], requires_approval=["write_*"])
+    conn = McpConnection("files", config)
+    conn.capabilities = types.ServerCapabilities(resources=types.ResourcesCapability())
+    conn._adopt_tools([mcp_tool("read_file"), mcp_tool("write_file")], [])
+    by_name = {tool.name: tool for tool in conn._tools}
+    assert all(t.permissions == ("files:write", "files:read") for t in by_name.values())
+    approval = {name for name, tool in by_name.items() if tool.requires_approval}
+    assert approval == {"files__write_file"}
+    assert "files__list_resources" in by_name
+
+
+async def test_an_approval_requiring_remote_tool_is_not_run_without_approval() -> None:
+    recorder = Recorder()
+    tool = remote_tool("srv", "srv", mcp_tool("add"), recorder, requires_approval=True)
+    result = await execute_tool_call(
+        ToolRegistry([tool]), ToolCall("c1", "srv__add", {"a": 1, "b": 2}), ToolContext()
+    )
+    assert result.error is not None
+    assert result.error.type == "approval_required"
+    assert recorder.calls == []

@@ -28,6 +28,7 @@ EXPECTED_TOOLS = {
     "slow",
     "register_tool",
     "crash",
+    "huge",
 }
 #: The server has resources and prompts, so it gets the four utility tools too.
 UTILITIES = {"list_resources", "read_resource", "list_prompts", "get_prompt"}

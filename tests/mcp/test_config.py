@@ -169,3 +169,54 @@ def test_arbitrary_values_parse_or_raise_config_error(value: object) -> None:
     except ConfigError:
         return
     assert all(isinstance(config, ServerConfig) for config in servers.values())
+
+
+def test_permissions_and_approval_patterns_are_parsed() -> None:
+    servers = parse_mcp_servers(
+        {
+            "files": {
+                "command": "x",
+                "permissions": ["files:read", "files:admin:*"],
+                "requires_approval": ["write_*", "delete"],
+            },
+            "all": {"command": "x", "requires_approval": True},
+            "none": {"command": "x"},
+        }
+    )
+    files = servers["files"]
+    assert files.permissions == ("files:read", "files:admin:*")
+    assert [n for n in ("read", "write_file", "delete", "deleted") if files.needs_approval(n)] == [
+        "write_file",
+        "delete",
+    ]
+    assert servers["all"].needs_approval("anything")
+    assert not servers["none"].needs_approval("anything")
+    assert servers["none"].permissions == ()
+
+
+def test_permissions_and_approval_are_accepted_in_the_mcp_servers_shape() -> None:
+    fs_config = {"command": "x", "permissions": ["fs:*"], "requires_approval": True}
+    pasted = {"mcpServers": {"fs": fs_config}}
+    fs = parse_mcp_servers(pasted)["fs"]
+    assert fs.permissions == ("fs:*",)
+    assert fs.requires_approval is True
+
+
+@pytest.mark.parametrize("scope", ["has space", "a::b", ":a", "a:", "*:a", "a*", ""])
+def test_invalid_permission_scopes_are_rejected_naming_the_key(scope: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_mcp_servers({"s": {"command": "x", "permissions": [scope]}})
+    assert caught.value.key == "mcp_servers.s.permissions"
+
+
+@pytest.mark.parametrize("value", ["yes", "write_*", 1, [""], ["  "], [3]])
+def test_invalid_requires_approval_is_rejected(value: object) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_mcp_servers({"s": {"command": "x", "requires_approval": value}})
+    assert caught.value.key.startswith("mcp_servers.s.requires_approval")
+
+
+@given(st.from_regex(r"\*|[A-Za-z0-9_.-]{1,8}(:[A-Za-z0-9_.-]{1,8}){0,3}(:\*)?", fullmatch=True))
+def test_every_rbac_style_scope_is_accepted(scope: str) -> None:
+    config = parse_mcp_servers({"s": {"command": "x", "permissions": [scope]}})["s"]
+    assert config.permissions == (scope,)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
-from hermes.mcp import McpConnection, McpManager, ServerConfig
-from tests.mcp.conftest import free_port, pid_alive, stdio_config
+from hermes.mcp import McpConnection, McpManager, ReconnectPolicy, ServerConfig
+from hermes.tools.base import ToolResult
+from tests.mcp.conftest import FAST_RECONNECT, free_port, pid_alive, raw_config, stdio_config
 
 
 async def test_missing_command_fails_naming_the_server() -> None:
@@ -124,3 +126,85 @@ async def test_closing_a_never_started_connection_is_harmless() -> None:
     await conn.aclose()
     assert conn.state == "closed"
     assert not await conn.wait_ready(timeout=0.1)
+
+
+async def test_a_start_past_its_deadline_fails_at_once_and_closes_in_the_background(
+    tmp_path: Path,
+) -> None:
+    """A server that ignores the end of its input and SIGTERM (and has a child doing the
+    same): the failure is recorded when connect_timeout passes — while the transport is
+    still being closed — and nothing of it is left after aclose()."""
+    pids_file = tmp_path / "pids"
+    slow_retry = ReconnectPolicy(base_delay=30, max_delay=60)
+    config = raw_config("hang", str(pids_file), connect_timeout=1.5)
+    conn = McpConnection("stubborn", config, reconnect=slow_retry)
+    conn.start()
+    try:
+        assert not await conn.wait_ready(timeout=30)
+        assert conn.state == "failed"
+        assert conn.error is not None
+        assert "'stubborn'" in conn.error
+        assert "1.5 s" in conn.error
+        # Recorded before the teardown: the server (stopped only after the SDK's grace
+        # period) still runs.
+        assert conn.pid is not None
+        assert pid_alive(conn.pid)
+        result = await conn.call_tool("ping", {})
+        assert result.error is not None
+        assert "1.5 s" in result.error.message
+    finally:
+        await asyncio.wait_for(conn.aclose(), 20)
+    assert conn.state == "closed"
+    assert pids_file.exists(), "the server never started"
+    server, child = (int(pid) for pid in pids_file.read_text().split())
+    assert not pid_alive(server)
+    assert not pid_alive(child)
+
+
+def test_a_connection_used_from_two_event_loops_reconnects_on_the_second() -> None:
+    conn = McpConnection("twice", stdio_config(), reconnect=FAST_RECONNECT)
+
+    async def first() -> int | None:
+        conn.start()
+        assert await conn.wait_ready(20), conn.status()
+        return conn.pid
+
+    pid = asyncio.run(first())  # the loop ends with the owner still running
+    assert pid is not None
+    assert not pid_alive(pid)
+
+    async def second() -> tuple[bool, ToolResult]:
+        ready = await conn.wait_ready(20)
+        result = await conn.call_tool("add", {"a": 1, "b": 2})
+        await conn.aclose()  # must not raise the first owner's cancellation
+        return ready, result
+
+    ready, result = asyncio.run(second())
+    assert ready
+    assert result.ok, result.error
+    assert result.output["text"] == "3"
+    assert conn.state == "closed"
+
+
+def test_aclose_after_the_owners_loop_ended_does_not_raise() -> None:
+    manager = McpManager({"one": stdio_config()}, reconnect=FAST_RECONNECT)
+
+    async def first() -> None:
+        manager.start()
+        await manager.wait_ready(20)
+
+    asyncio.run(first())
+    asyncio.run(manager.aclose())
+    assert [row["state"] for row in manager.status()] == ["closed"]
+
+
+async def test_status_rows_carry_the_collisions_of_their_server() -> None:
+    configs = {"one": stdio_config(tools={"include": ["add", "echo"]}), "two": stdio_config()}
+    async with McpManager(configs, reconnect=FAST_RECONNECT) as manager:
+        await manager.wait_ready(20)
+        manager.tools(reserved={"one__add"})
+        rows = {row["name"]: row for row in manager.status()}
+        (reason,) = rows["one"]["collisions"]
+        assert "one__add" in reason
+        assert "local tool" in reason
+        assert rows["two"]["collisions"] == []

@@ -9,11 +9,14 @@ import signal
 import socket
 from pathlib import Path
 
+import mcp_types as types
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from mcp.shared.exceptions import MCPError
 
 from hermes.mcp import McpConnection, McpManager, ReconnectPolicy, ServerConfig
+from hermes.tools.base import ToolResult
 from tests.mcp.conftest import (
     FAST_RECONNECT,
     HttpServers,
@@ -21,6 +24,7 @@ from tests.mcp.conftest import (
     free_port,
     gated_config,
     pid_alive,
+    raw_config,
     stdio_config,
 )
 
@@ -130,7 +134,7 @@ async def test_breaker_opens_after_failed_starts_then_recovers_half_open(
 ) -> None:
     marker = tmp_path / "ready"
     policy = ReconnectPolicy(
-        base_delay=0.02, max_delay=0.05, breaker_failures=3, breaker_cooldown=1.5
+        base_delay=0.02, max_delay=0.05, breaker_failures=3, breaker_cooldown=1.5, stable_after=0.2
     )
     config = gated_config(marker, "fail", connect_timeout=20)
     conn = McpConnection("flaky", config, reconnect=policy)
@@ -148,10 +152,10 @@ async def test_breaker_opens_after_failed_starts_then_recovers_half_open(
         assert conn.status()["failures"] == 3
         marker.touch()
         await eventually(lambda: conn.state == "ready", within=25, what="the half-open attempt")
-        status = conn.status()
-        assert status["breaker"] == "closed"
-        assert status["failures"] == 0
-        assert status["error"] is None
+        assert conn.status()["error"] is None
+        # The half-open attempt succeeds once its session has stayed up stable_after.
+        await eventually(lambda: conn.status()["breaker"] == "closed", what="the closed circuit")
+        assert conn.status()["failures"] == 0
     finally:
         await conn.aclose()
 
@@ -208,20 +212,99 @@ async def test_aclose_while_connecting_leaves_no_process(tmp_path: Path) -> None
 async def test_aclose_while_reconnecting_leaves_no_process(tmp_path: Path) -> None:
     marker = tmp_path / "open"
     marker.touch()
-    slow_retry = ReconnectPolicy(base_delay=30, max_delay=60)
-    conn = McpConnection("gone", gated_config(marker, "fail"), reconnect=slow_retry)
+    config = gated_config(marker, "hang", connect_timeout=60)
+    conn = McpConnection("gone", config, reconnect=FAST_RECONNECT)
+    conn.start()
+    new_pid: int | None = None
+    try:
+        assert await conn.wait_ready(20), conn.status()
+        first = conn.pid
+        assert first is not None
+        marker.unlink()  # the next attempt's server hangs at start
+        os.kill(first, signal.SIGKILL)
+        await eventually(lambda: conn.state == "reconnecting", what="the loss")
+        await eventually(lambda: conn.pid not in (None, first), what="the next attempt's process")
+        new_pid = conn.pid
+        assert conn.state == "reconnecting"
+    finally:
+        await asyncio.wait_for(conn.aclose(), 10)
+    assert conn.state == "closed"
+    assert new_pid is not None
+    assert not pid_alive(first)
+    assert not pid_alive(new_pid)
+    # The server led its own process group; nothing of it is left.
+    with pytest.raises(ProcessLookupError):
+        os.killpg(new_pid, 0)
+
+
+async def test_a_server_that_crashes_after_listing_backs_off_and_opens_its_circuit() -> None:
+    policy = ReconnectPolicy(
+        base_delay=0.02, max_delay=0.05, breaker_failures=3, breaker_cooldown=60, stable_after=5
+    )
+    conn = McpConnection("flappy", raw_config("crash_after_list"), reconnect=policy)
+    conn.start()
+    try:
+        await eventually(lambda: conn.status()["breaker"] == "open", what="the open circuit")
+        status = conn.status()
+        assert status["state"] == "failed"
+        assert status["failures"] == 3
+        assert "circuit open" in status["error"]
+        assert "lost within 5 s of connecting" in status["error"]
+        assert conn.tools() == []  # a failed server's tools are withdrawn
+    finally:
+        await conn.aclose()
+
+
+async def test_a_session_that_stays_up_resets_the_failures() -> None:
+    policy = ReconnectPolicy(base_delay=0.02, max_delay=0.05, stable_after=0.3)
+    conn = McpConnection("steady", stdio_config(), reconnect=policy)
     conn.start()
     try:
         assert await conn.wait_ready(20), conn.status()
-        pid = conn.pid
-        assert pid is not None
-        marker.unlink()
-        os.kill(pid, signal.SIGKILL)
-        await eventually(lambda: conn.state == "reconnecting", what="the loss")
+        first = conn.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)  # lost at once: counts as a failed connect
+        await eventually(lambda: conn.status()["failures"] == 1, what="the counted failure")
+        assert await conn.wait_ready(20), conn.status()
+        await eventually(lambda: conn.status()["failures"] == 0, what="the stable session")
+        assert conn.status()["breaker"] == "closed"
     finally:
-        await asyncio.wait_for(conn.aclose(), 5)
-    assert conn.state == "closed"
-    assert not pid_alive(pid)
+        await conn.aclose()
+
+
+async def test_an_unchanged_listing_keeps_the_tools_and_the_version() -> None:
+    conn = McpConnection("same", stdio_config())
+    listed = [
+        types.Tool(name="add", description="Add.", input_schema={"type": "object"}),
+        types.Tool(name="echo", description="Echo.", input_schema={"type": "object"}),
+    ]
+    assert conn._adopt_tools(listed, [])
+    version, tools = conn.version, list(conn._tools)
+    again = [tool.model_copy(deep=True) for tool in listed]
+    assert not conn._adopt_tools(again, [])
+    assert conn.version == version
+    assert conn._tools == tools
+    changed = [listed[0], listed[1].model_copy(update={"description": "Echo it back."})]
+    assert conn._adopt_tools(changed, [])
+    assert conn.version > version
+
+
+async def test_a_late_error_of_a_replaced_session_does_not_tear_down_the_live_one() -> None:
+    conn = McpConnection("swap", stdio_config())
+    old, live = object(), object()
+    conn._session = old  # type: ignore[assignment]
+    conn.state = "ready"
+
+    async def send(session: object) -> None:
+        conn._session = live  # type: ignore[assignment]  # a reconnect happened meanwhile
+        raise MCPError(types.CONNECTION_CLOSED, "Connection closed")
+
+    result = await conn.request("the call of 'x'", send)  # type: ignore[arg-type]
+    assert isinstance(result, ToolResult)
+    assert result.error is not None
+    assert result.error.type == "service_unavailable"
+    assert conn.state == "ready"
+    assert conn._lost is None
 
 
 @given(
@@ -243,6 +326,7 @@ def test_backoff_doubles_up_to_the_cap_with_jitter_down_to_half(failures: int, d
         {"base_delay": 2, "max_delay": 1},
         {"breaker_failures": 0},
         {"breaker_cooldown": -1},
+        {"stable_after": 0},
     ],
 )
 def test_reconnect_policy_rejects_nonsense(fields: dict[str, float]) -> None:

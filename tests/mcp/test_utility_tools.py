@@ -6,6 +6,7 @@ import base64
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 import pytest_asyncio
@@ -13,7 +14,7 @@ import pytest_asyncio
 from hermes.mcp import McpConnection, ToolFilter
 from hermes.mcp.utility import utility_tools
 from hermes.models.base import ToolCall
-from hermes.tools.base import ToolContext, ToolResult
+from hermes.tools.base import Tool, ToolContext, ToolResult
 from hermes.tools.executor import execute_tool_call
 from hermes.tools.registry import ToolRegistry
 from tests.mcp.conftest import FAST_RECONNECT, stdio_config
@@ -179,3 +180,56 @@ async def test_prompt_utilities_only_for_a_prompts_server_and_the_filter_applies
     hidden = ToolFilter(exclude=("list_*",)).allows
     tools, _ = utility_tools("p", "p", capabilities, _never, taken=(), allows=hidden, timeout=5)
     assert [t.name for t in tools] == ["p__get_prompt"]
+
+
+class _Deadlines:
+    """A fake connection's request: records each request's effective deadline; the first
+    (resources/list) takes ``first_takes`` seconds."""
+
+    def __init__(self, first_takes: float = 0.0) -> None:
+        self.first_takes = first_takes
+        self.seen: list[tuple[str, float]] = []
+
+    async def __call__(self, action: str, send: Any) -> Any:
+        self.seen.append((action, anyio.current_effective_deadline()))
+        if action == "resources/list":
+            await anyio.sleep(self.first_takes)
+            return types.ListResourcesResult(resources=[])
+        return types.ListResourceTemplatesResult(resource_templates=[])
+
+
+def _list_resources(request: _Deadlines, budget: float) -> Tool:
+    capabilities = types.ServerCapabilities(resources=types.ResourcesCapability())
+    tools, _ = utility_tools(
+        "r",
+        "r",
+        capabilities,
+        request,
+        taken=(),
+        allows=ToolFilter().allows,
+        timeout=budget + 1,
+        request_timeout=budget,
+    )
+    return {t.name: t for t in tools}["r__list_resources"]
+
+
+async def test_list_resources_makes_both_requests_under_one_deadline() -> None:
+    request = _Deadlines()
+    tool = _list_resources(request, budget=5)
+    start = anyio.current_time()
+    result = await tool.fn()
+    assert result.ok, result.error
+    assert [action for action, _ in request.seen] == ["resources/list", "resources/templates/list"]
+    # Both run under the same deadline, budget seconds after the call began.
+    first, second = (deadline for _, deadline in request.seen)
+    assert first == second
+    assert start + 5 <= first <= anyio.current_time() + 5
+
+
+async def test_list_resources_skips_the_templates_when_little_time_is_left() -> None:
+    request = _Deadlines(first_takes=0.4)
+    tool = _list_resources(request, budget=0.5)
+    result = await tool.fn()
+    assert result.ok, result.error
+    assert [action for action, _ in request.seen] == ["resources/list"]
+    assert "templates" not in result.output["structured"]

@@ -60,9 +60,9 @@ class RemoteTools:
 
     def start(self) -> None:
         """Begin connecting every server in the background (needs a running event loop)."""
-        if not self._started:
-            self._started = True
-            self.manager.start()
+        # Every time: a no-op while the owners live, a restart after their event loop ended.
+        self._started = True
+        self.manager.start()
 
     async def wait_ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 - a bounded wait is the API
         """Start, wait until each server is ready or failed (bounded), then sync the tools."""

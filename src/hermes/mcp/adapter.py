@@ -12,11 +12,18 @@ locally before anything goes over the wire (DESIGN principle 1). Its result is n
 Binary payloads (images, audio, blobs) are never put in ``output``: the model reads ``output``
 as JSON text and base64 would flood its context; an attachment carries a short note instead.
 ``isError`` becomes ``ok=False`` with error type ``mcp_tool_error`` and the server's message.
+
+The output stays bounded whatever the server sends: text is clipped to ``max_text_chars`` with a
+note; structured content whose JSON is longer than that is left out — cutting JSON anywhere
+would break it — and ``output["note"]`` says so (when there is no text, the clipped JSON
+becomes the text, so the model still sees the beginning); past :data:`MAX_ATTACHMENTS`
+attachments the rest are only counted in the note.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +35,7 @@ from hermes.tools.base import Tool, ToolResult
 from hermes.tools.validation import check_json_schema
 
 __all__ = [
+    "MAX_ATTACHMENTS",
     "MCP_TOOL_ERROR",
     "RemoteCall",
     "SkippedTool",
@@ -50,6 +58,8 @@ _MAX_NAME = 64
 _HASH_CHARS = 8
 _MAX_ERROR_CHARS = 2_000
 _MAX_DESCRIPTION_CHARS = 4_000
+#: Attachments listed in one result; the rest are counted in the result's note.
+MAX_ATTACHMENTS = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,16 +112,19 @@ def _hashed(name: str, remote_name: str) -> str:
 def normalize_result(result: types.CallToolResult, *, max_text_chars: int = 20_000) -> ToolResult:
     """A server's ``CallToolResult`` as a :class:`ToolResult` (see the module docstring).
 
-    Text longer than ``max_text_chars`` is clipped with a note (a huge result must not flood the
-    model's context).
+    Text longer than ``max_text_chars`` is clipped with a note, and so is everything else that
+    could grow without bound (a huge result must not flood the model's context).
     """
     texts: list[str] = []
     attachments: list[dict[str, Any]] = []
+    extra = 0
     for block in result.content:
         if isinstance(block, types.TextContent):
             texts.append(block.text)
-        else:
+        elif len(attachments) < MAX_ATTACHMENTS:
             attachments.append(content_attachment(block))
+        else:
+            extra += 1
     text = clip_text("\n".join(texts), max_text_chars)
     if result.is_error:
         message = text or "the tool reported an error without a message"
@@ -119,10 +132,25 @@ def normalize_result(result: types.CallToolResult, *, max_text_chars: int = 20_0
             message = message[: _MAX_ERROR_CHARS - 1] + "…"
         return ToolResult.failure(MCP_TOOL_ERROR, message)
     output: dict[str, Any] = {"text": text}
+    notes: list[str] = []
     if result.structured_content is not None:
-        output["structured"] = result.structured_content
+        structured = result.structured_content
+        dumped = json.dumps(structured, ensure_ascii=False, default=str)
+        if len(dumped) <= max_text_chars:
+            output["structured"] = structured
+        else:
+            notes.append(
+                f"structured content left out: {len(dumped):,} characters of JSON, over the "
+                f"{max_text_chars:,}-character limit"
+            )
+            if not text:
+                output["text"] = clip_text(dumped, max_text_chars)
     if attachments:
         output["attachments"] = attachments
+    if extra:
+        notes.append(f"{extra:,} more attachments not listed (at most {MAX_ATTACHMENTS})")
+    if notes:
+        output["note"] = "; ".join(notes)
     return ToolResult(ok=True, output=output)
 
 
@@ -192,12 +220,16 @@ def remote_tool(
     *,
     name: str | None = None,
     timeout: float = 30.0,
+    permissions: tuple[str, ...] = (),
+    requires_approval: bool = False,
 ) -> Tool:
     """A Hermes tool that runs ``mcp_tool`` on the server through ``call``.
 
     ``name`` overrides the local name (``tool_names`` gives collision-free ones). ``timeout`` is
-    the executor's bound on the call. Raises ``ValueError`` with the reason when the remote
-    input schema is not a valid JSON Schema object (the caller skips and reports the tool).
+    the executor's bound on the call; ``permissions`` (RBAC scopes) and ``requires_approval``
+    become the tool's own, so the executor enforces them like a local tool's. Raises
+    ``ValueError`` with the reason when the remote input schema is not a valid JSON Schema
+    object (the caller skips and reports the tool).
     """
     schema = mcp_tool.input_schema
     check_json_schema(schema, what=f"input schema of MCP tool {mcp_tool.name!r}")
@@ -220,6 +252,8 @@ def remote_tool(
         is_async=True,
         timeout=timeout,
         toolset=f"mcp:{server_name}",
+        permissions=permissions,
+        requires_approval=requires_approval,
     )
 
 
@@ -230,8 +264,15 @@ def adapt_tools(
     call: RemoteCall,
     *,
     timeout: float = 30.0,
+    permissions: tuple[str, ...] = (),
+    requires_approval: bool | Callable[[str], bool] = False,
 ) -> tuple[list[Tool], list[SkippedTool]]:
-    """Every usable tool of one server, plus the ones skipped with their reasons."""
+    """Every usable tool of one server, plus the ones skipped with their reasons.
+
+    ``permissions`` apply to every tool; ``requires_approval`` to all of them (a bool) or to
+    those whose remote name it accepts (a predicate, e.g. ``ServerConfig.needs_approval``).
+    """
+    approval = requires_approval if callable(requires_approval) else lambda _: requires_approval
     listed = list(mcp_tools)
     names = tool_names(prefix, (t.name for t in listed))
     tools: list[Tool] = []
@@ -250,6 +291,8 @@ def adapt_tools(
                 call,
                 name=names[mcp_tool.name],
                 timeout=timeout,
+                permissions=permissions,
+                requires_approval=approval(mcp_tool.name),
             )
         except ValueError as exc:
             skipped.append(SkippedTool(server_name, mcp_tool.name, str(exc)))

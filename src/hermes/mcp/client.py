@@ -4,8 +4,10 @@ Each :class:`McpConnection` has one owner task that opens the transport and the 
 ``initialize`` and the tool listing, serves until the connection is closed or lost, closes
 everything it opened — open and close in the same task (STYLE §7), as the SDK's anyio task
 groups require — and then, unless closed, tries again. Calls from other tasks go through the
-live session. One attempt (start, initialize, listing) is bounded by ``connect_timeout``: past
-it the attempt fails with a reason naming the server, whatever the server is doing.
+live session. One attempt (start, initialize, listing) is bounded by ``connect_timeout``: when
+it passes, the attempt is recorded as failed at once, with a reason naming the server — whatever
+the server is doing — and its transport is closed afterwards (bounded too: a stdio server that
+ignores the end of its input and SIGTERM is killed with its process group).
 
 States::
 
@@ -19,25 +21,36 @@ A failed or lost connection is retried in the background with exponential backof
 per-server circuit breaker (:mod:`hermes.mcp.reconnect`), so a server that starts late or
 crashes is picked up again instead of silently disappearing for the session. While
 ``reconnecting`` its tools stay offered and calls fail fast with ``service_unavailable``.
+A connect counts as a success only once the session has stayed up
+``ReconnectPolicy.stable_after`` seconds; a session lost sooner counts as a failed connect, so
+a server that crashes right after listing its tools backs off and opens its circuit instead of
+restarting forever.
 
 A loss is seen when the transport's read stream ends (a stdio server exited), when a call
 meets a closed connection or a terminated HTTP session, when the transport fails, or — for a
 stdio server whose pipes a surviving child holds open — when its process is gone (checked every
 second). An idle streamable-HTTP connection has no stream that ends: its loss shows at the next
 call. ``notifications/tools/list_changed`` makes the owner list the tools again;
-:attr:`McpManager.version` changes with every state or tool-set change.
+:attr:`McpManager.version` changes with every state change and every change of the tool set.
+
+Every failure text goes through the server's redactor (:mod:`hermes.mcp.failures`): a secret
+in the URL, a header or the environment never reaches an error, a status or a log line.
+
+The owner task lives on the event loop that started it. When that loop ends (an ``Agent`` used
+from two successive ``asyncio.run()`` calls), ``start()`` or ``wait_ready()`` on the next loop
+starts a new owner there, which connects again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Generic, Literal, Protocol, Self, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import httpx2
@@ -53,6 +66,21 @@ from pydantic import ValidationError
 from hermes.errors import HermesError
 from hermes.mcp.adapter import SkippedTool, adapt_tools, normalize_result, tool_names
 from hermes.mcp.config import ServerConfig
+from hermes.mcp.failures import (
+    HttpStatus,
+    Redactor,
+    TransportNote,
+    clip,
+    exception_text,
+    first_leaf,
+)
+from hermes.mcp.listing import (
+    ReadWatch,
+    ToolListScreen,
+    WriteWatch,
+    list_all_tools,
+    tools_fingerprint,
+)
 from hermes.mcp.process import StdioLaunch, process_running, sweep_process_group
 from hermes.mcp.reconnect import ReconnectPolicy
 from hermes.mcp.utility import utility_tools
@@ -67,12 +95,10 @@ logger = get_logger("mcp")
 ConnectionState = Literal["disabled", "connecting", "ready", "reconnecting", "failed", "closed"]
 
 R = TypeVar("R")
-T_co = TypeVar("T_co", covariant=True)
 
 #: The executor's bound on a call exceeds the session's by this much, so the connection's own
 #: timeout (with its clearer message) is the one that fires.
 _CALL_GRACE_S = 1.0
-_MAX_TOOL_PAGES = 100
 _HTTP_READ_TIMEOUT_S = 300.0
 #: How often a served stdio connection checks that its server process still runs.
 _LIVENESS_INTERVAL_S = 1.0
@@ -80,6 +106,8 @@ _LIVENESS_INTERVAL_S = 1.0
 _OFFERING: frozenset[ConnectionState] = frozenset({"ready", "reconnecting"})
 #: States a wait for readiness waits through.
 _PENDING: frozenset[ConnectionState] = frozenset({"connecting", "reconnecting"})
+#: The streamable-HTTP transport's stand-in message for a non-2xx answer.
+_HTTP_STAND_IN = "Server returned an error response"
 
 
 class McpConnectionError(HermesError):
@@ -89,12 +117,32 @@ class McpConnectionError(HermesError):
     status = 502
 
 
+@dataclass(slots=True)
+class _Attempt:
+    """One connection attempt, from its start to the end of its session."""
+
+    ticket: Ticket
+    #: ``time.monotonic()`` at its start (transport notes older than that are not its own).
+    started: float
+    #: Initialized and listed: the session was adopted.
+    connected: bool = False
+    #: The breaker has its verdict: a failure, or success once the session proved stable.
+    judged: bool = False
+    #: connect_timeout passed before it connected (the failure is recorded already).
+    timed_out: bool = False
+    #: The session stayed up ``stable_after`` seconds.
+    stable: bool = False
+    #: Why the served session ended (``None``: closed, or not served).
+    loss: str | None = None
+
+
 class McpConnection:
     """One MCP server: start it, list its tools as Hermes tools, call them, keep it connected,
     close it.
 
-    ``start()`` needs a running event loop; ``aclose()`` must be awaited on the same loop.
-    ``reconnect`` sets the backoff and circuit-breaker numbers (tests shrink them).
+    ``start()`` needs a running event loop; ``aclose()`` must be awaited on the loop that runs
+    the connection. ``reconnect`` sets the backoff, circuit-breaker and stability numbers
+    (tests shrink them).
     """
 
     def __init__(
@@ -118,8 +166,13 @@ class McpConnection:
         self._max_text_chars = max_text_chars
         self._policy = reconnect if reconnect is not None else ReconnectPolicy()
         self._breaker = CircuitBreaker(f"mcp:{name}", self._policy.breaker(), time.monotonic)
+        self._redact = Redactor.for_config(config)
+        self._screen = ToolListScreen(name)
+        self._http = HttpStatus()
+        self._note = TransportNote()
         self._tools: list[Tool] = []
         self._by_remote: dict[str, Tool] = {}
+        self._fingerprint: object = None
         self._session: ClientSession | None = None
         self._task: asyncio.Task[None] | None = None
         #: What aclose() cancels: the attempt while connecting, a tool refresh while serving.
@@ -145,19 +198,44 @@ class McpConnection:
         return self._version
 
     def start(self) -> None:
-        """Begin connecting in the background (no-op when disabled or already started)."""
-        if self._task is not None or not self.config.enabled or self._stop.is_set():
+        """Begin connecting in the background (no-op when disabled, closed or running).
+
+        An owner task that ended without ``aclose()`` — its event loop finished — is replaced
+        by a new one on the running loop, which connects again.
+        """
+        if not self.config.enabled or self._stop.is_set() or self._owner_alive():
             return
+        loop = asyncio.get_running_loop()
+        if self._task is not None:
+            logger.warning(
+                "mcp_owner_restarted",
+                server=self.name,
+                reason="its event loop ended or it was cancelled without aclose()",
+            )
+            self._end_attempt()  # a loop closed under a running owner skipped its cleanup
+            self._fresh_events()
+            self._retry_at = None
         self._set_state("connecting")
-        self._task = asyncio.get_running_loop().create_task(self._own(), name=f"mcp:{self.name}")
+        self._task = loop.create_task(self._own(), name=f"mcp:{self.name}")
+
+    def _owner_alive(self) -> bool:
+        task = self._task
+        return task is not None and not task.done() and not task.get_loop().is_closed()
+
+    def _fresh_events(self) -> None:
+        """New events for a new owner: an asyncio event binds to the loop that waits on it."""
+        self._stop, self._wake, self._changed = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def wait_ready(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 - a bounded wait is the API
         """Wait while the connection is connecting or reconnecting; ``True`` when ready.
 
         Returns at once when ready, failed (retries go on in the background), disabled or
         closed. Never waits past ``timeout`` (default: the server's ``connect_timeout`` plus a
-        second); a first connection never takes longer than ``connect_timeout``.
+        second); a first connection never takes longer than ``connect_timeout``. A connection
+        started on an event loop that has ended is started again on this one first.
         """
+        if self._task is not None and not self._owner_alive():
+            self.start()
         limit = self.config.connect_timeout + 1.0 if timeout is None else timeout
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
@@ -165,8 +243,11 @@ class McpConnection:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
+            changed = self._changed
+            try:
+                await asyncio.wait_for(changed.wait(), remaining)
+            except TimeoutError:
+                break
         return self.state == "ready"
 
     def tools(self) -> list[Tool]:
@@ -185,17 +266,38 @@ class McpConnection:
 
     async def aclose(self) -> None:
         """Stop retrying, close the session and the transport; a stdio server process is
-        stopped and reaped. Prompt in every state (a pending attempt is cancelled)."""
+        stopped and reaped. Prompt in every state (a pending attempt is cancelled).
+
+        Never raises for the owner task's own end: an owner cancelled with its event loop, or
+        one that failed, is logged, not re-raised (only a cancellation of this call is).
+        """
+        task = self._task
+        if task is not None and not self._owner_alive():
+            self._fresh_events()  # the old ones may hold waiters of a loop that is gone
         self._stop.set()
         self._wake.set()
-        task = self._task
         if task is None:
             if self.state != "disabled":
                 self._set_state("closed")
             return
-        if self._scope is not None:
-            self._scope.cancel()
-        await asyncio.shield(task)
+        if not task.done():
+            if task.get_loop() is not asyncio.get_running_loop():
+                # Its loop is gone or elsewhere: nothing here can wait for it.
+                logger.warning("mcp_owner_on_another_loop", server=self.name)
+                self._end_attempt()
+            else:
+                if self._scope is not None:
+                    self._scope.cancel()
+                await asyncio.wait({task})
+        self._report_owner_end(task)
+        self._set_state("closed")
+
+    def _report_owner_end(self, task: asyncio.Task[None]) -> None:
+        if not task.done() or task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            logger.error("mcp_owner_failed", server=self.name, error=self._say(exception_text(exc)))
 
     def status(self) -> dict[str, Any]:
         """What ``hermes mcp list`` shows: name, state, tools, error, breaker and more."""
@@ -241,42 +343,56 @@ class McpConnection:
         Failures come back as a :class:`ToolResult` naming the server and ``action``:
         ``service_unavailable`` when not connected (or the connection was just lost),
         ``timeout``, ``mcp_error`` for a protocol error (unknown tool or uri, invalid params),
-        ``invalid_output`` for a malformed result.
+        ``invalid_output`` for a malformed result. Their messages carry no secret.
         """
         session = self._session
         if session is None or self.state != "ready":
             return ToolResult.failure("service_unavailable", self._unavailable_message())
+        started, http_seen = time.monotonic(), self._http.count
         try:
             with anyio.fail_after(self.config.timeout):
                 return await send(session)
         except TimeoutError:
-            message = (
-                f"MCP server {self.name!r} did not answer {action} within {self.config.timeout:g} s"
-            )
-            logger.warning("mcp_request_timeout", server=self.name, error=message)
-            return ToolResult.failure("timeout", message)
+            return self._request_timeout(action, started, http_seen)
         except MCPError as exc:
-            return self._request_error(action, exc)
+            if exc.code == types.REQUEST_TIMEOUT:
+                return self._request_timeout(action, started, http_seen)
+            return self._request_error(action, exc, session, http_seen)
         except (ValidationError, RuntimeError) as exc:
             # RuntimeError: structured content that breaks the tool's output schema, or a
             # request for input Hermes cannot answer over this path.
-            message = _clip(
-                f"MCP server {self.name!r} returned an unusable result for {action}: {exc}"
+            message = self._say(
+                f"MCP server {self.name!r} returned an unusable result for {action}: "
+                + exception_text(exc)
             )
             logger.warning("mcp_invalid_result", server=self.name, error=message)
             return ToolResult.failure("invalid_output", message)
 
-    def _request_error(self, action: str, exc: MCPError) -> ToolResult:
-        if exc.code == types.REQUEST_TIMEOUT:
-            message = (
-                f"MCP server {self.name!r} did not answer {action} within {self.config.timeout:g} s"
-            )
-            logger.warning("mcp_request_timeout", server=self.name, error=message)
-            return ToolResult.failure("timeout", message)
+    def _request_timeout(self, action: str, started: float, http_seen: int) -> ToolResult:
+        status = self._http.since(http_seen)
+        message = self._say(
+            f"MCP server {self.name!r} did not answer {action} within {self.config.timeout:g} s"
+            + self._note.since(started)
+            + (f"; its last HTTP answer was {status}" if status else "")
+        )
+        logger.warning("mcp_request_timeout", server=self.name, error=message)
+        return ToolResult.failure("timeout", message)
+
+    def _request_error(
+        self, action: str, exc: MCPError, session: ClientSession, http_seen: int
+    ) -> ToolResult:
+        if session is not self._session:
+            # A late error of a session that has been replaced since: it says nothing about
+            # the live one, which must not be torn down for it.
+            return ToolResult.failure("service_unavailable", self._unavailable_message())
         if self._is_session_loss(exc):
             self._connection_lost(f"MCP server {self.name!r} lost the connection during {action}")
             return ToolResult.failure("service_unavailable", self._unavailable_message())
-        message = _clip(f"MCP server {self.name!r} refused {action}: {exc.message}")
+        detail = exc.message
+        status = self._http.since(http_seen)
+        if status is not None:
+            detail = status if detail == _HTTP_STAND_IN else f"{detail} ({status})"
+        message = self._say(f"MCP server {self.name!r} refused {action}: {detail}")
         logger.warning("mcp_request_refused", server=self.name, code=exc.code, error=message)
         return ToolResult.failure("mcp_error", message)
 
@@ -309,10 +425,10 @@ class McpConnection:
                 if ticket is None:  # the circuit is open: wait for its half-open attempt
                     await self._pause(self._breaker.retry_in())
                     continue
-                connected = await self._attempt(ticket)
+                stable = await self._attempt(ticket)
                 if self._stop.is_set():
                     break
-                await self._pause(self._next_delay(connected))
+                await self._pause(self._next_delay(stable))
         finally:
             self._retry_at = None
             self._set_state("closed")
@@ -320,48 +436,86 @@ class McpConnection:
     async def _attempt(self, ticket: Ticket) -> bool:
         """One connection: open, initialize, list, serve until lost or closed.
 
-        Returns whether it got ready. Everything it opened is closed when it returns.
+        Returns whether it ended as the loss of a stable session (retried at once; anything
+        else backs off). Everything it opened is closed when it returns.
         """
         self._lost, self._tools_changed, self._retry_at = None, False, None
-        connected = False
+        self._http.reset()
+        self._note.reset()
+        attempt = _Attempt(ticket, started=time.monotonic())
         reason: str | None = None
-        scope = anyio.CancelScope(deadline=anyio.current_time() + self.config.connect_timeout)
+        scope = anyio.CancelScope()
+        # A timer, not the scope's deadline: the failure is recorded the moment the deadline
+        # passes, while closing the transport (bounded on its own) goes on after it.
+        timer = asyncio.get_running_loop().call_later(
+            self.config.connect_timeout, self._deadline_passed, attempt, scope
+        )
         try:
             with scope:
                 self._scope = scope
-                async with AsyncExitStack() as stack:
-                    session = await self._open(stack)
-                    init = await session.initialize()
-                    listed = await _list_all_tools(session, self.name)
-                    scope.deadline = math.inf
-                    connected = True
-                    self._breaker.record(ticket, failed=False)
-                    self._ready(session, init, listed)
-                    try:
-                        reason = await self._serve(session)
-                    finally:
-                        # Closing is bounded too: a hung HTTP server must not hold the
-                        # session's DELETE past connect_timeout (stdio bounds its own shutdown).
-                        scope.deadline = anyio.current_time() + self.config.connect_timeout
-            if not connected and scope.cancel_called:
-                reason = self._timeout_reason()
+                await self._connect_and_serve(attempt, scope, timer)
         except Exception as exc:  # noqa: BLE001 - becomes the attempt's failure or loss, logged
-            if not connected and scope.cancel_called:
-                reason = self._timeout_reason()
-            else:
-                reason = self._describe(exc, connected=connected)
-                if self._loss() is not None:  # the loss was reported already; this is its cause
-                    logger.warning("mcp_connection_error", server=self.name, error=reason)
+            reason = self._failure_reason(exc, attempt)
         finally:
+            timer.cancel()
             self._end_attempt()
+        return self._settle(attempt, reason)
+
+    async def _connect_and_serve(
+        self, attempt: _Attempt, scope: anyio.CancelScope, timer: asyncio.TimerHandle
+    ) -> None:
+        async with AsyncExitStack() as stack:
+            session = await self._open(stack)
+            init = await session.initialize()
+            listed, screened = await list_all_tools(session, self.name, self._screen)
+            timer.cancel()
+            if attempt.timed_out:
+                return  # recorded already; the cancelled scope ends the attempt
+            attempt.connected = True
+            self._ready(session, init, listed, screened)
+            try:
+                attempt.loss = await self._serve(session, attempt)
+            finally:
+                # Closing is bounded too: a hung HTTP server must not hold the session's
+                # DELETE past connect_timeout (stdio bounds its own shutdown).
+                scope.deadline = anyio.current_time() + self.config.connect_timeout
+
+    def _deadline_passed(self, attempt: _Attempt, scope: anyio.CancelScope) -> None:
+        """connect_timeout passed: the attempt fails now; its teardown follows."""
+        if attempt.connected or attempt.timed_out or self._stop.is_set():
+            return
+        attempt.timed_out = True
+        self._connect_failed(attempt, self._timeout_reason(attempt))
+        scope.cancel()
+
+    def _failure_reason(self, exc: Exception, attempt: _Attempt) -> str | None:
+        reason = self._describe(exc, connected=attempt.connected)
+        if attempt.timed_out:
+            # The timeout is the reported failure; this is how the teardown ended.
+            logger.info("mcp_attempt_teardown_error", server=self.name, error=reason)
+            return None
+        if self._lost is not None:  # the loss was reported already; this is its cause
+            logger.warning("mcp_connection_error", server=self.name, error=reason)
+        return reason
+
+    def _settle(self, attempt: _Attempt, reason: str | None) -> bool:
+        """Record how an attempt ended; whether it was a stable session's loss."""
         if self._stop.is_set():
-            if not connected:
-                self._breaker.release(ticket)
-        elif connected:
-            self._mark_lost(reason or f"MCP server {self.name!r} closed the connection")
-        else:
-            self._connect_failed(ticket, reason or f"MCP server {self.name!r} failed to connect")
-        return connected
+            if not attempt.judged:
+                self._breaker.release(attempt.ticket)
+            return False
+        if attempt.timed_out:
+            return False
+        if not attempt.connected:
+            self._connect_failed(attempt, reason or f"MCP server {self.name!r} failed to connect")
+            return False
+        loss = attempt.loss or reason or f"MCP server {self.name!r} closed the connection"
+        self._mark_lost(loss)
+        if attempt.stable:
+            return True
+        within = f"; it was lost within {self._policy.stable_after:g} s of connecting"
+        self._connect_failed(attempt, loss + within)
+        return False
 
     async def _open(self, stack: AsyncExitStack) -> ClientSession:
         config = self.config
@@ -379,11 +533,13 @@ class McpConnection:
             self.pid = launch.find_pid()
         elif config.transport == "streamable_http":
             assert config.url is not None
-            # Built here (not the SDK's private factory) to bound connecting by our timeout;
-            # reads stay long because the server may hold a response stream open.
+            # Built here (not the SDK's private factory) to bound connecting by our timeout
+            # and to see the HTTP status of failed answers; reads stay long because the
+            # server may hold a response stream open.
             http = httpx2.AsyncClient(
                 headers=dict(config.headers),
                 timeout=httpx2.Timeout(config.connect_timeout, read=_HTTP_READ_TIMEOUT_S),
+                event_hooks={"response": [self._http]},
             )
             await stack.enter_async_context(http)
             streams = await stack.enter_async_context(
@@ -392,25 +548,56 @@ class McpConnection:
         else:
             assert config.url is not None
             streams = await stack.enter_async_context(
-                sse_client(config.url, headers=dict(config.headers), timeout=config.connect_timeout)
+                sse_client(
+                    config.url,
+                    headers=dict(config.headers),
+                    timeout=config.connect_timeout,
+                    httpx_client_factory=self._sse_http_client,
+                )
             )
         read, write = streams
-        watched: _EndWatch[SessionMessage | Exception] = _EndWatch(read, self._transport_ended)
+        screen = self._screen
+        watched: ReadWatch[SessionMessage | Exception] = ReadWatch(
+            read, self._transport_ended, screen
+        )
         session = ClientSession(
             watched,
-            write,
+            WriteWatch(write, screen),
             message_handler=self._on_message,
             client_info=_client_info(),
         )
+        screen.version = lambda: session.protocol_version
         return await stack.enter_async_context(session)
 
-    async def _serve(self, session: ClientSession) -> str | None:
-        """Wait for close, loss or a changed tool list; returns the loss (``None``: closed)."""
+    def _sse_http_client(
+        self,
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        """The SSE transport's HTTP client, with the hook that records failed answers."""
+        return httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout if timeout is not None else httpx2.Timeout(30.0),
+            auth=auth,
+            event_hooks={"response": [self._http]},
+        )
+
+    async def _serve(self, session: ClientSession, attempt: _Attempt) -> str | None:
+        """Wait for close, loss or a changed tool list; returns the loss (``None``: closed).
+
+        Once the session has stayed up ``stable_after`` seconds the connect counts as a
+        success (breaker closed, failures reset).
+        """
         self._scope = None
         self._serving = True
         interval = _LIVENESS_INTERVAL_S if self.pid is not None else math.inf
+        stable_at = anyio.current_time() + self._policy.stable_after
         while True:
-            with anyio.move_on_after(interval):
+            wait = interval
+            if not attempt.stable:
+                wait = min(wait, max(0.0, stable_at - anyio.current_time()))
+            with anyio.move_on_after(wait):
                 await self._wake.wait()
             self._wake.clear()
             if self._stop.is_set():
@@ -422,9 +609,18 @@ class McpConnection:
                 )
             if self._lost is not None:
                 return self._lost
+            if not attempt.stable and anyio.current_time() >= stable_at:
+                self._became_stable(attempt)
             if self._tools_changed:
                 self._tools_changed = False
                 await self._refresh_tools(session)
+
+    def _became_stable(self, attempt: _Attempt) -> None:
+        attempt.stable = attempt.judged = True
+        self._breaker.record(attempt.ticket, failed=False)
+        if self._failures:
+            logger.info("mcp_server_stable", server=self.name, after_failures=self._failures)
+            self._failures = 0
 
     async def _refresh_tools(self, session: ClientSession) -> None:
         """List the tools again after ``notifications/tools/list_changed``; on failure the
@@ -434,7 +630,7 @@ class McpConnection:
             self._scope = scope
             try:
                 with anyio.fail_after(self.config.connect_timeout):
-                    listed = await _list_all_tools(session, self.name)
+                    listed, screened = await list_all_tools(session, self.name, self._screen)
             except TimeoutError:
                 failure = f"no answer within {self.config.connect_timeout:g} s"
             except MCPError as exc:
@@ -445,16 +641,16 @@ class McpConnection:
                     return
                 failure = f"refused: {exc.message}"
             except ValidationError as exc:
-                failure = f"malformed answer: {exc}"
+                failure = exception_text(exc)
             finally:
                 self._scope = None
         if scope.cancelled_caught:
             return  # closing
         if failure is not None:
-            logger.warning("mcp_tools_refresh_failed", server=self.name, error=_clip(failure))
+            logger.warning("mcp_tools_refresh_failed", server=self.name, error=self._say(failure))
             return
-        self._adopt_tools(listed)
-        logger.info("mcp_tools_changed", server=self.name, tools=len(self._tools))
+        changed = self._adopt_tools(listed, screened)
+        logger.info("mcp_tools_listed", server=self.name, tools=len(self._tools), changed=changed)
 
     def _end_attempt(self) -> None:
         self._session = None
@@ -473,9 +669,9 @@ class McpConnection:
             with anyio.move_on_after(seconds):
                 await self._stop.wait()
 
-    def _next_delay(self, connected: bool) -> float:
+    def _next_delay(self, stable: bool) -> float:
         cooldown = self._breaker.retry_in()  # > 0 only while the circuit is open
-        if connected:
+        if stable:
             delay = self._policy.delay(0)
         elif cooldown > 0:
             delay = cooldown
@@ -495,37 +691,66 @@ class McpConnection:
         changed.set()
 
     def _ready(
-        self, session: ClientSession, init: types.InitializeResult, listed: list[types.Tool]
+        self,
+        session: ClientSession,
+        init: types.InitializeResult,
+        listed: list[types.Tool],
+        screened: list[SkippedTool],
     ) -> None:
-        """Adopt a freshly initialized session."""
+        """Adopt a freshly initialized session (the connect counts once it proves stable)."""
         recovered = self.state in ("reconnecting", "failed")
         self.server_info = init.server_info
         self.capabilities = init.capabilities
         self._session = session
-        self._failures = 0
-        self._adopt_tools(listed)
+        self._adopt_tools(listed, screened)
         self.error = None
         self._set_state("ready")
         event = "mcp_server_reconnected" if recovered else "mcp_server_ready"
         logger.info(event, server=self.name, tools=len(self._tools), skipped=len(self.skipped))
 
-    def _adopt_tools(self, listed: list[types.Tool]) -> None:
-        """The server's tools (filtered, adapted) plus its resource/prompt utilities."""
-        prefix = self.config.prefix_for(self.name)
-        wanted = [t for t in listed if self.config.tools.allows(t.name)]
-        timeout = self.config.timeout + _CALL_GRACE_S
-        tools, skipped = adapt_tools(self.name, prefix, wanted, self.call_tool, timeout=timeout)
+    def _adopt_tools(self, listed: list[types.Tool], screened: list[SkippedTool]) -> bool:
+        """The server's tools (filtered, adapted) plus its resource/prompt utilities.
+
+        Returns whether they changed: a listing equal to the last one (a reconnect, a
+        ``list_changed`` that changed nothing) keeps the tools and the version.
+        """
+        config = self.config
+        wanted = [t for t in listed if config.tools.allows(t.name)]
+        caps = self.capabilities
+        fingerprint = (
+            tools_fingerprint(wanted),
+            tuple(screened),
+            caps is not None and caps.resources is not None,
+            caps is not None and caps.prompts is not None,
+        )
+        if fingerprint == self._fingerprint:
+            return False
+        self._fingerprint = fingerprint
+        prefix = config.prefix_for(self.name)
+        timeout = config.timeout + _CALL_GRACE_S
+        tools, skipped = adapt_tools(
+            self.name,
+            prefix,
+            wanted,
+            self.call_tool,
+            timeout=timeout,
+            permissions=config.permissions,
+            requires_approval=config.needs_approval,
+        )
         utilities, not_offered = utility_tools(
             self.name,
             prefix,
-            self.capabilities,
+            caps,
             self.request,
             taken={tool.name for tool in tools},
-            allows=self.config.tools.allows,
+            allows=config.tools.allows,
             timeout=timeout,
             max_text_chars=self._max_text_chars,
+            request_timeout=config.timeout,
+            permissions=config.permissions,
+            requires_approval=config.needs_approval,
         )
-        for item in (*skipped, *not_offered):
+        for item in (*screened, *skipped, *not_offered):
             logger.warning(
                 "mcp_tool_skipped", server=self.name, tool=item.remote_name, reason=item.reason
             )
@@ -533,12 +758,9 @@ class McpConnection:
         names = tool_names(prefix, (t.name for t in wanted))
         self._by_remote = {remote: local[n] for remote, n in names.items() if n in local}
         self._tools = tools + utilities
-        self.skipped = skipped + not_offered
+        self.skipped = screened + skipped + not_offered
         self._version += 1
-
-    def _loss(self) -> str | None:
-        """Why the live session broke, if it did (read anew: callbacks set it during awaits)."""
-        return self._lost
+        return True
 
     def _connection_lost(self, reason: str) -> None:
         """The live session broke (seen by a call, the transport or the liveness check)."""
@@ -551,16 +773,18 @@ class McpConnection:
     def _mark_lost(self, reason: str) -> None:
         if self.state != "ready":
             return
-        self.error = reason
+        self.error = self._say(reason)
         self._set_state("reconnecting")
-        logger.error("mcp_connection_lost", server=self.name, error=reason)
+        logger.error("mcp_connection_lost", server=self.name, error=self.error)
 
-    def _connect_failed(self, ticket: Ticket, reason: str) -> None:
+    def _connect_failed(self, attempt: _Attempt, reason: str) -> None:
+        reason = self._say(reason)
+        attempt.judged = True
         self._failures += 1
-        self._breaker.record(ticket, failed=True)
+        self._breaker.record(attempt.ticket, failed=True)
         cooldown = self._breaker.retry_in()
         if cooldown > 0:
-            self.error = _clip(
+            self.error = clip(
                 f"{reason}; circuit open after {self._failures} failed connects in a row, "
                 f"next attempt in {cooldown:g} s"
             )
@@ -586,7 +810,7 @@ class McpConnection:
             self._tools_changed = True
             self._wake.set()
         elif isinstance(message, Exception):
-            text = _clip(f"{type(message).__name__}: {message}")
+            text = self._say(self._note.record(message))
             logger.warning("mcp_transport_error", server=self.name, error=text)
 
     def _transport_ended(self) -> None:
@@ -597,25 +821,37 @@ class McpConnection:
 
     # -- failure reports -------------------------------------------------------------------
 
-    def _timeout_reason(self) -> str:
-        return (
+    def _say(self, text: str) -> str:
+        """A failure text as it may be shown and logged: without secrets, bounded."""
+        return clip(self._redact(text))
+
+    def _timeout_reason(self, attempt: _Attempt) -> str:
+        status = self._http.text
+        return self._say(
             f"MCP server {self.name!r} did not start, initialize and list its tools "
-            f"within {self.config.connect_timeout:g} s" + self._stderr_note()
+            f"within {self.config.connect_timeout:g} s"
+            + self._note.since(attempt.started)
+            + (f"; its last HTTP answer was {status}" if status else "")
+            + self._stderr_note()
         )
 
     def _describe(self, exc: BaseException, *, connected: bool) -> str:
         if isinstance(exc, BaseExceptionGroup):  # anyio task groups wrap their tasks' failures
-            exc = _first_leaf(exc)
+            exc = first_leaf(exc)
         if isinstance(exc, McpConnectionError):
-            return exc.message
+            return self._say(exc.message)
+        status = self._http.text
         if isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED:
             text = "the server closed the connection" + ("" if connected else " during start-up")
+        elif isinstance(exc, MCPError) and status is not None:
+            text = f"the server answered {status}"
         elif isinstance(exc, FileNotFoundError | PermissionError):
             text = f"could not start the command: {exc}"
         else:
-            text = f"{type(exc).__name__}: {exc}"
+            text = exception_text(exc)
         what = "lost the connection" if connected else "failed to connect"
-        return _clip(f"MCP server {self.name!r} {what}: {text}{self._stderr_note()}")
+        note = self._note.since(0.0)
+        return self._say(f"MCP server {self.name!r} {what}: {text}{note}{self._stderr_note()}")
 
     def _stderr_note(self) -> str:
         tail = self._launch.stderr_tail() if self._launch is not None else ""
@@ -653,11 +889,16 @@ class McpManager:
         return total
 
     def start(self) -> None:
+        """Start connecting every enabled server (again, on this loop, after an earlier loop
+        ended); returns at once."""
         for connection in self._connections.values():
             connection.start()
 
     async def wait_ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 - a bounded wait is the API
-        """Wait until every enabled server is ready or failed (each bounded by its timeout)."""
+        """Wait until every enabled server is ready or failed (each bounded by its timeout).
+
+        Connections whose owner ended with an earlier event loop start again on this one.
+        """
         await asyncio.gather(*(c.wait_ready(timeout) for c in self._connections.values()))
 
     def connection(self, name: str) -> McpConnection:
@@ -695,7 +936,14 @@ class McpManager:
         return tools
 
     def status(self) -> list[dict[str, Any]]:
-        return [connection.status() for connection in self._connections.values()]
+        """Each server's :meth:`McpConnection.status`, plus ``collisions``: the reasons its
+        tools were left out by the last :meth:`tools` call (their names were taken)."""
+        rows = []
+        for name, connection in self._connections.items():
+            row = connection.status()
+            row["collisions"] = [c.reason for c in self.collisions if c.server == name]
+            rows.append(row)
+        return rows
 
     async def aclose(self) -> None:
         await asyncio.gather(*(c.aclose() for c in self._connections.values()))
@@ -708,77 +956,7 @@ class McpManager:
         await self.aclose()
 
 
-class _Readable(Protocol[T_co]):
-    async def receive(self) -> T_co: ...
-    async def aclose(self) -> None: ...
-
-
-class _EndWatch(Generic[T_co]):
-    """A transport's read stream that calls ``on_end`` when it ends or breaks.
-
-    The SDK's session treats the end of its read stream as a quiet close; for us it is how a
-    crashed stdio server (or a dropped SSE stream) shows, so the owner can reconnect.
-    """
-
-    def __init__(self, inner: _Readable[T_co], on_end: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_end = on_end
-
-    @property
-    def last_context(self) -> Any:
-        # The dispatcher reads it (when present) to run handlers in the sender's context.
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> T_co:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._on_end()
-            raise
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> T_co:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-async def _list_all_tools(session: ClientSession, server: str) -> list[types.Tool]:
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    for _ in range(_MAX_TOOL_PAGES):
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        page = await session.list_tools(params=params)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if cursor is None:
-            return tools
-    logger.warning("mcp_tool_pages_capped", server=server, pages=_MAX_TOOL_PAGES)
-    return tools
-
-
 def _client_info() -> types.Implementation:
     from hermes import __version__  # lazy: the package root may one day import this module
 
     return types.Implementation(name="hermes", version=__version__)
-
-
-def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
-    first = group.exceptions[0]
-    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
-
-
-def _clip(text: str, limit: int = 1_000) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

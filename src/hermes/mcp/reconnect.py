@@ -10,6 +10,11 @@ breaker of :mod:`hermes.tools.policies.breaker`, one per connection): retries sl
 every ``breaker_cooldown`` seconds, each a single half-open attempt whose success closes the
 circuit again.
 
+A connection counts as a success only once it has stayed up ``stable_after`` seconds: a server
+that answers ``initialize`` and the tool listing and then exits (a crash loop) would otherwise
+look healthy at every attempt and be restarted forever. A session lost sooner counts as a
+failed connect (backoff grows, the breaker counts it); one lost later is retried at once.
+
 The numbers are not part of ``ServerConfig``: they are runtime behaviour, the same for every
 server, and tests shrink them through :class:`ReconnectPolicy`.
 """
@@ -37,11 +42,13 @@ class ReconnectPolicy:
     max_delay: float = 30.0
     breaker_failures: int = 5
     breaker_cooldown: float = 60.0
+    #: Seconds a session must stay up before it counts as a successful connect.
+    stable_after: float = 10.0
     #: Source of randomness for the jitter, in ``[0, 1)`` (replaceable for tests).
     random: Callable[[], float] = field(default=random.random, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("base_delay", "max_delay"):
+        for name in ("base_delay", "max_delay", "stable_after"):
             value = getattr(self, name)
             if not math.isfinite(value) or value <= 0:
                 raise ValueError(f"ReconnectPolicy.{name} must be a positive number of seconds")

@@ -17,7 +17,12 @@ When a server's capabilities include ``resources`` it gets two more tools, when 
 Outputs share the shape of adapted tool results (``text``, ``structured``, ``attachments``).
 A server's own tool wins over a utility of the same local name: the utility is skipped and
 reported. The server's ``tools.include`` / ``tools.exclude`` filter applies to the bare utility
-names too (``exclude: [list_*]`` hides them).
+names too (``exclude: [list_*]`` hides them), and so do its ``permissions`` and
+``requires_approval`` patterns: a utility reaches the same server as its tools.
+
+``list_resources`` makes two requests (resources, then templates) under one deadline, the
+connection's per-request timeout: the executor's bound on the tool is only a little longer, so
+the templates — a bonus on the first page — are skipped when too little time is left.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
+import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession
 
@@ -36,11 +42,17 @@ from hermes.mcp.adapter import (
     resource_attachment,
     tool_name,
 )
+from hermes.observe import get_logger
 from hermes.tools.base import Tool, ToolResult
 
 __all__ = ["UTILITY_NAMES", "SessionRequest", "utility_tools"]
 
+logger = get_logger("mcp")
+
 R = TypeVar("R")
+
+#: ``list_resources`` asks for templates only with at least this share of its deadline left.
+_TEMPLATES_MIN_SHARE = 0.25
 
 #: The bare names of the utility tools, in the order they are offered.
 UTILITY_NAMES = ("list_resources", "read_resource", "list_prompts", "get_prompt")
@@ -129,16 +141,26 @@ def utility_tools(
     allows: Callable[[str], bool],
     timeout: float,
     max_text_chars: int = 20_000,
+    request_timeout: float | None = None,
+    permissions: tuple[str, ...] = (),
+    requires_approval: bool | Callable[[str], bool] = False,
 ) -> tuple[list[Tool], list[SkippedTool]]:
     """The utility tools ``capabilities`` call for, minus those whose local name is ``taken``
-    by one of the server's own tools (reported as skipped) or that ``allows`` rejects."""
+    by one of the server's own tools (reported as skipped) or that ``allows`` rejects.
+
+    ``timeout`` is the executor's bound on a utility call, ``request_timeout`` (default: the
+    same) the deadline of all of one call's requests. ``permissions`` and ``requires_approval``
+    (for the bare utility names) are set on the tools as on the server's own.
+    """
     if capabilities is None:
         return [], []
+    approval = requires_approval if callable(requires_approval) else lambda _: requires_approval
     offered = {
         "resources": capabilities.resources is not None,
         "prompts": capabilities.prompts is not None,
     }
-    runner = _Utilities(server, request, max_text_chars)
+    budget = timeout if request_timeout is None else request_timeout
+    runner = _Utilities(server, request, max_text_chars, budget)
     tools: list[Tool] = []
     skipped: list[SkippedTool] = []
     for spec in _SPECS:
@@ -158,6 +180,8 @@ def utility_tools(
                 is_async=True,
                 timeout=timeout,
                 toolset=f"mcp:{server}",
+                permissions=permissions,
+                requires_approval=approval(spec.name),
             )
         )
     return tools, skipped
@@ -166,27 +190,50 @@ def utility_tools(
 class _Utilities:
     """The implementations, one method per utility tool (bound as the tools' ``fn``)."""
 
-    def __init__(self, server: str, request: SessionRequest, max_text_chars: int) -> None:
+    def __init__(
+        self, server: str, request: SessionRequest, max_text_chars: int, budget: float
+    ) -> None:
         self._server = server
         self._request = request
         self._max_text_chars = max_text_chars
+        self._budget = budget
 
     async def list_resources(self, cursor: str | None = None) -> ToolResult:
-        page = await self._request(
-            "resources/list", lambda s: s.list_resources(params=_page(cursor))
-        )
+        deadline = anyio.current_time() + self._budget
+        with anyio.CancelScope(deadline=deadline) as scope:
+            page = await self._request(
+                "resources/list", lambda s: s.list_resources(params=_page(cursor))
+            )
+        if scope.cancelled_caught:
+            message = (
+                f"MCP server {self._server!r} did not answer resources/list "
+                f"within {self._budget:g} s"
+            )
+            return ToolResult.failure("timeout", message)
         if isinstance(page, ToolResult):
             return page
         templates: list[types.ResourceTemplate] = []
         if cursor is None:
+            templates = await self._templates(deadline)
+        return ToolResult(ok=True, output=resources_output(page, templates))
+
+    async def _templates(self, deadline: float) -> list[types.ResourceTemplate]:
+        """The first page of resource templates, before ``deadline`` (``anyio`` time).
+
+        Templates are a bonus on the first page: a server that fails to list them (the
+        failure itself is logged by the request), or too little time left, costs only them.
+        """
+        left = deadline - anyio.current_time()
+        if left < self._budget * _TEMPLATES_MIN_SHARE:
+            logger.info("mcp_resource_templates_skipped", server=self._server, left_s=left)
+            return []
+        with anyio.CancelScope(deadline=deadline):
             listed = await self._request(
                 "resources/templates/list", lambda s: s.list_resource_templates()
             )
-            # Templates are a bonus on the first page: a server that fails to list them
-            # still has its resources listed (the failure itself was already logged).
             if not isinstance(listed, ToolResult):
-                templates = listed.resource_templates
-        return ToolResult(ok=True, output=resources_output(page, templates))
+                return listed.resource_templates
+        return []
 
     async def read_resource(self, uri: str) -> ToolResult:
         result = await self._request(f"resources/read of {uri!r}", lambda s: s.read_resource(uri))

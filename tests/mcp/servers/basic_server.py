@@ -9,7 +9,8 @@ ephemeral one). Other flags:
 
 Besides its tools it has two resources (text ``test://greeting``, PNG ``test://pixel.png``), a
 resource template ``test://notes/{topic}`` and a prompt ``greet``; the tool ``register_tool``
-adds a tool and sends ``notifications/tools/list_changed``, ``crash`` ends the process.
+adds a tool and sends ``notifications/tools/list_changed``, ``crash`` ends the process,
+``huge`` answers with about 5 MB of text or of structured content.
 """
 
 from __future__ import annotations
@@ -98,6 +99,21 @@ async def register_tool(name: str, ctx: Context) -> str:
     server.add_tool(added, name=name, description=f"A tool added at run time ({name}).")
     await ctx.session.send_tool_list_changed()
     return f"registered {name}"
+
+
+#: The size of the ``huge`` tool's answers, in characters.
+HUGE_CHARS = 5_000_000
+
+
+@server.tool()
+def huge(kind: str) -> types.CallToolResult:
+    """About 5 MB of text (kind ``text``) or of structured content (kind ``structured``)."""
+    if kind == "text":
+        return types.CallToolResult(content=[types.TextContent(text="x" * HUGE_CHARS)])
+    rows = [{"row": i, "value": "y" * 90} for i in range(HUGE_CHARS // 100)]
+    return types.CallToolResult(
+        content=[types.TextContent(text="many rows")], structured_content={"rows": rows}
+    )
 
 
 @server.tool()
