@@ -7,6 +7,7 @@ import string
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -153,3 +154,43 @@ def test_integer_coercion_never_invents_numbers_from_text(text: str) -> None:
     except ToolArgumentError:
         return
     assert Decimal(text.strip()) == result["n"]
+
+
+_FLAT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "a": {"type": "integer"},
+        "b": {"type": "number"},
+        "s": {"type": "string", "maxLength": 5},
+        "f": {"type": "boolean"},
+        "n": {"type": ["string", "null"]},
+        "e": {"enum": ["Red", "green"]},
+    },
+    "required": ["a"],
+}
+_FLAT_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["1", "2.5", "true", "red", "Red", "green", "toolong!", ""]),
+)
+
+
+@given(st.dictionaries(st.sampled_from(["a", "b", "s", "f", "n", "e", "x"]), _FLAT_VALUES))
+def test_the_valid_flat_shortcut_gives_what_coercion_gives(args: dict[str, object]) -> None:
+    """The shortcut for valid flat arguments (no coercion pass) never changes an outcome."""
+    from hermes.tools import validation
+
+    compiled = validation._compile(_FLAT_SCHEMA)
+    assert compiled.defaults_free
+    try:
+        expected: object = compiled.coercer.coerce(args, compiled.schema)
+        ok = compiled.validator.is_valid(expected)
+    except Exception as exc:
+        expected, ok = type(exc), False
+    if ok:
+        assert validation.validate_arguments(_FLAT_SCHEMA, args) == expected
+    else:
+        with pytest.raises(ToolArgumentError):
+            validation.validate_arguments(_FLAT_SCHEMA, args)

@@ -42,6 +42,8 @@ __all__ = [
 ]
 
 _CACHE_SIZE = 1024
+#: Values that cannot be changed through a shallow copy of the arguments.
+_SCALARS = (str, int, float, bool, type(None))
 _OPENING_KEYWORDS = ("additionalProperties", "patternProperties", "unevaluatedProperties", "allOf")
 
 
@@ -51,6 +53,8 @@ class _Compiled:
     validator: Draft202012Validator
     coercer: Coercer
     fast_check: Callable[[Any], bool] | None
+    #: No ``default`` anywhere: valid flat arguments need no coercion pass at all.
+    defaults_free: bool = False
 
 
 # id(schema) → (schema, compiled): holding the schema keeps its id from being reused.
@@ -73,6 +77,17 @@ def validate_arguments(schema: dict[str, Any], args: Any) -> dict[str, Any]:
         raise ToolArgumentError(
             [FieldProblem("", f"expected an object with the tool's arguments, got {kind}")]
         )
+    fast_check = compiled.fast_check
+    if (
+        compiled.defaults_free
+        and fast_check is not None
+        and all(isinstance(value, _SCALARS) for value in args.values())
+        and fast_check(args)
+    ):
+        # Already valid, flat and with no defaults to fill: coercion would copy it unchanged
+        # (its rules only touch values that do not fit). Skipping it halves the cost of the
+        # common call (an MCP call spends ~25 µs here otherwise, BENCHMARKS §4).
+        return dict(args)
     try:
         coerced = compiled.coercer.coerce(args, compiled.schema)
         if compiled.fast_check is not None and compiled.fast_check(coerced):
@@ -138,6 +153,8 @@ def _compile(schema: dict[str, Any]) -> _Compiled:
             validator=validator,
             coercer=Coercer(closed, is_valid_under),
             fast_check=compile_fast_check(closed),
+            # Conservative: a property merely named "default" also turns the shortcut off.
+            defaults_free='"default"' not in key,
         )
         _remember(_by_json, key, compiled)
     _remember(_by_identity, id(schema), (schema, compiled))
