@@ -77,3 +77,8 @@ def test_mcp_serve_defaults_and_empty_token(load_text) -> None:
     with pytest.raises(ConfigError) as info:
         load_text("mcp_serve:\n  transport: carrier\n")
     assert info.value.key == "mcp_serve.transport"
+
+
+def test_memory_semantic_off_unquoted(load_text) -> None:
+    assert load_text("memory:\n  semantic: off\n").config.memory.semantic == "off"
+    assert load_text("memory:\n  semantic: auto\n").config.memory.semantic == "auto"

@@ -3,6 +3,7 @@
     hermes [--config FILE] run TEXT [--session ID] [--user ID] [--json]
     hermes chat | demo | sessions list|show | tools list
     hermes mcp list | call SERVER TOOL --args JSON | serve [--transport stdio|http]
+    hermes memory add|search|list|forget|export|upkeep --user U ...
 
 stdout carries what a person or a program asked for (the reply, or one JSON object with
 ``--json``); errors go to stderr as one clear sentence, never a traceback. Exit codes:
@@ -23,7 +24,7 @@ import os
 import sys
 
 # Importing the command modules registers their commands on ``app``.
-from hermes.channels import browse, chat, mcp_cmd, run
+from hermes.channels import browse, chat, mcp_cmd, memory_cmd, run
 from hermes.channels.app import app
 from hermes.channels.output import report_error
 
@@ -32,7 +33,7 @@ __all__ = ["app", "main"]
 DEBUG_ENV_VAR = "HERMES_DEBUG"
 EXIT_INTERNAL_ERROR = 1
 
-del browse, chat, mcp_cmd, run
+del browse, chat, mcp_cmd, memory_cmd, run
 
 
 def main() -> None:

@@ -311,6 +311,14 @@ class MemoryConfig(_Section):
     demote_after_days: float = Field(default=90, gt=0)
     delete_after_days: float = Field(default=180, gt=0)
 
+    @field_validator("semantic", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        # YAML 1.1 reads a bare ``off`` as false (and ``on`` as true).
+        if isinstance(value, bool):
+            return "auto" if value else "off"
+        return value
+
 
 _SECTIONS = ("agent", "store", "logging", "brain", "tools", "rbac", "mcp_serve", "memory")
 

@@ -35,11 +35,11 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
 
 from hermes.errors import InvalidInputError, StoreError
 from hermes.memory.embed import (
@@ -78,6 +78,8 @@ from hermes.memory.records import (
     MemoryNotFoundError,
     MemoryRecord,
     SearchFilter,
+    SupersededReason,
+    default_tier,
     validate_confidence,
     validate_content,
     validate_kind,
@@ -91,6 +93,8 @@ from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.sqlite_support import SQLiteWorker, is_busy
 
 log = get_logger("memory")
+P = ParamSpec("P")
+T = TypeVar("T")
 
 DEFAULT_MEMORY_DB_PATH = Path(".hermes") / "memory.db"
 SearchMode = Literal["auto", "keyword"]
@@ -109,11 +113,14 @@ _Blobs = list[tuple[bytes, bytes]]
 
 # Statements that look rows up by id or rid write ``+m.user_id`` (the unary plus keeps SQLite
 # from choosing the user index for it): the owner check stays, and a user with 100,000
-# memories no longer turns a lookup of 50 rows into a scan of 100,000.
-_COLUMNS = (
+# memories no longer turns a lookup of 50 rows into a scan of 100,000. RECORD_COLUMNS,
+# record_from_row, write_transaction and bump_user_version are public for the upkeep job's own
+# statements (hermes.memory.upkeep, run through MemoryStore.run_blocking).
+RECORD_COLUMNS = (
     "m.rid, m.id, m.user_id, m.kind, m.content, m.confidence, m.source_session, m.created_at, "
     "m.updated_at, m.last_recalled_at, m.recall_count, m.expires_at, m.superseded_by, "
-    "m.sensitive, m.topic, m.tags"
+    "m.sensitive, m.topic, m.tags, m.tier, m.demoted_at, m.explicit, m.superseded_reason, "
+    "m.subject"
 )
 
 _SCHEMA_V1: Final = (
@@ -164,7 +171,19 @@ _SCHEMA_V1: Final = (
     # so a matrix built before another process's write is never used.
     "CREATE TABLE memory_users (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID",
 )
-MIGRATIONS: Final = (_SCHEMA_V1,)
+# Upkeep (issue 5 §8): the tier, what the user asked to keep, why a memory is history, and the
+# upkeep job's per-row bookkeeping (the statement's subject, when it was last examined).
+_SCHEMA_V2: Final = (
+    "ALTER TABLE memories ADD COLUMN tier TEXT NOT NULL DEFAULT 'semantic'",
+    "ALTER TABLE memories ADD COLUMN demoted_at REAL",
+    "ALTER TABLE memories ADD COLUMN explicit INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE memories ADD COLUMN superseded_reason TEXT",
+    "ALTER TABLE memories ADD COLUMN subject TEXT",
+    "ALTER TABLE memories ADD COLUMN checked_at REAL",
+    "UPDATE memories SET tier = 'episodic' WHERE kind = 'event'",
+    "CREATE INDEX memories_by_subject ON memories (user_id, subject) WHERE subject IS NOT NULL",
+)
+MIGRATIONS: Final = (_SCHEMA_V1, _SCHEMA_V2)
 
 
 def combine_scores(keyword: float, vector: float | None) -> float:
@@ -196,9 +215,10 @@ class _Unset:
 UNSET: Final = _Unset()
 
 
-def _record(row: Sequence[Any]) -> MemoryRecord:
+def record_from_row(row: Sequence[Any]) -> MemoryRecord:
+    """A record from a row selected as ``RECORD_COLUMNS``."""
     (_, mid, uid, kind, content, conf, src, created, updated, recalled, count, expires, sup,
-     sensitive, topic, tags) = row[:16]  # fmt: skip
+     sensitive, topic, tags, tier, demoted, explicit, reason, subject) = row[:21]  # fmt: skip
     try:
         loaded = json.loads(tags)
     except ValueError:
@@ -219,6 +239,11 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
         sensitive=bool(sensitive),
         topic=topic,
         tags=tuple(str(t) for t in loaded) if isinstance(loaded, list) else (),
+        tier=tier,
+        demoted_at=demoted,
+        explicit=bool(explicit),
+        superseded_reason=reason,
+        subject=subject,
     )
 
 
@@ -228,7 +253,8 @@ def _indexed_text(record: MemoryRecord) -> str:
 
 
 @contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+def write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any exception)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
@@ -239,7 +265,8 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
         raise
 
 
-def _bump(conn: sqlite3.Connection, user_id: str) -> None:
+def bump_user_version(conn: sqlite3.Connection, user_id: str) -> None:
+    """Mark ``user_id``'s memories as changed (cached vector matrices of them go stale)."""
     conn.execute(
         "INSERT INTO memory_users (user_id, version) VALUES (?, 1) "
         "ON CONFLICT (user_id) DO UPDATE SET version = version + 1",
@@ -320,6 +347,7 @@ class MemoryStore(SQLiteWorker):
         topic: str | None = None,
         tags: Sequence[str] = (),
         expires_at: float | None = None,
+        explicit: bool = False,
         now: float | None = None,
     ) -> MemoryRecord:
         """Store one memory of ``user_id`` and return it.
@@ -327,10 +355,11 @@ class MemoryStore(SQLiteWorker):
         Raises ``InvalidInputError`` for blank content, content over 2,000 characters, an
         unknown kind, a confidence outside 0..1 or bad tags; ``InvalidIdError`` for a malformed
         user or session id. ``now`` (epoch seconds) sets the creation time (imports, tests).
+        ``explicit``: the user asked for it to be remembered (see ``MemoryDraft``).
         """
         draft = MemoryDraft(
             content, kind, confidence, source_session, sensitive, topic, validate_tags(tags),
-            expires_at,
+            expires_at, explicit,
         )  # fmt: skip
         (record,) = await self.add_many(user_id, [draft], now=now)
         return record
@@ -391,17 +420,28 @@ class MemoryStore(SQLiteWorker):
         updated = replace(current, updated_at=stamp, **changes)
         if not changes:
             return current
+        if updated.kind != current.kind:  # events are episodic, other kinds start semantic
+            updated = replace(updated, tier=default_tier(updated.kind), demoted_at=None)
         reembed = updated.content != current.content
+        if reembed:  # what the statement is about is for the upkeep job to find out again
+            updated = replace(updated, subject=None)
         vector = await self._embed_records([updated]) if reembed else None
         await self._run("update", _update, updated, reembed, vector, self._model_name())
         self._after_write(user_id)
         return updated
 
     async def supersede(
-        self, user_id: str, old_id: str, new_id: str, *, now: float | None = None
+        self,
+        user_id: str,
+        old_id: str,
+        new_id: str,
+        *,
+        reason: SupersededReason = "conflict",
+        now: float | None = None,
     ) -> MemoryRecord:
         """Mark ``old_id`` as replaced by ``new_id`` (issue 5 §8: "I now prefer B" over "I
-        prefer A"). The old memory is kept as expired history and is no longer recalled.
+        prefer A"). The old memory is kept as expired history and is no longer recalled;
+        ``reason`` is kept with it.
 
         Both must be active memories of ``user_id`` (``MemoryNotFoundError`` otherwise);
         returns the old memory as updated.
@@ -412,7 +452,7 @@ class MemoryStore(SQLiteWorker):
         if old_id == new_id:
             raise InvalidInputError("a memory cannot supersede itself")
         stamp = time.time() if now is None else _finite(now, "now")
-        record = await self._run("supersede", _supersede, user_id, old_id, new_id, stamp)
+        record = await self._run("supersede", _supersede, user_id, (old_id, new_id), reason, stamp)
         self._after_write(user_id)
         return record
 
@@ -520,6 +560,19 @@ class MemoryStore(SQLiteWorker):
             hits = await self._hybrid(embedder, search, query_vector, keyword)
         hits.sort(key=lambda h: (-h.score, -h.record.updated_at, h.record.id))
         return hits[:limit]
+
+    async def run_blocking(
+        self,
+        action: str,
+        fn: Callable[Concatenate[sqlite3.Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Run ``fn(conn, ...)`` on this store's connection (the caller's thread when that
+        cannot block, else the worker); for the memory package's own jobs (the upkeep job).
+        ``fn`` must scope every statement by user, write in ``write_transaction`` and call
+        ``bump_user_version`` for each user whose active memories it changes."""
+        return await self._run(action, fn, *args, **kwargs)
 
     # -- internals -------------------------------------------------------------------------
     def _model_name(self) -> str | None:
@@ -642,6 +695,8 @@ def _new_record(user_id: str, draft: MemoryDraft, now: float) -> MemoryRecord:
         sensitive=bool(draft.sensitive),
         topic=validate_topic(draft.topic),
         tags=validate_tags(draft.tags),
+        tier=default_tier(draft.kind),
+        explicit=bool(draft.explicit),
     )
 
 
@@ -656,7 +711,7 @@ def _migrate(conn: sqlite3.Connection, where: str) -> None:
         "(id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)"
     )
     while True:
-        with _transaction(conn):
+        with write_transaction(conn):
             row = conn.execute("SELECT version FROM memory_schema WHERE id = 1").fetchone()
             version = 0 if row is None else int(row[0])
             if version >= target:
@@ -681,8 +736,8 @@ def _migrate(conn: sqlite3.Connection, where: str) -> None:
 
 _INSERT = (
     "INSERT INTO memories (id, user_id, kind, content, confidence, source_session, created_at, "
-    "updated_at, recall_count, expires_at, sensitive, topic, tags, terms, chars) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) RETURNING rid"
+    "updated_at, recall_count, expires_at, sensitive, topic, tags, terms, chars, tier, explicit) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rid"
 )
 
 
@@ -693,14 +748,15 @@ def _insert(
     model: str | None,
 ) -> None:
     terms = chars = 0
-    with _transaction(conn):
+    with write_transaction(conn):
         for i, r in enumerate(records):
             fts = index_row(r.user_id, _indexed_text(r))
             (rid,) = conn.execute(
                 _INSERT,
                 (r.id, r.user_id, r.kind, r.content, r.confidence, r.source_session,
                  r.created_at, r.updated_at, r.expires_at, int(r.sensitive), r.topic,
-                 json.dumps(list(r.tags), ensure_ascii=False), fts[1], fts[2]),
+                 json.dumps(list(r.tags), ensure_ascii=False), fts[1], fts[2], r.tier,
+                 int(r.explicit)),
             ).fetchone()  # fmt: skip
             add_to_index(conn, rid, fts)
             terms += token_count(fts[1])
@@ -713,7 +769,7 @@ def _insert(
                 )
         count_index(conn, len(records), terms, chars)
         for user_id in {r.user_id for r in records}:
-            _bump(conn, user_id)
+            bump_user_version(conn, user_id)
 
 
 def _rid_of(conn: sqlite3.Connection, user_id: str, memory_id: str) -> int | None:
@@ -730,7 +786,7 @@ def _update(
     vectors: _Blobs | None,
     model: str | None,
 ) -> None:
-    with _transaction(conn):
+    with write_transaction(conn):
         rid = _rid_of(conn, record.user_id, record.id)
         if rid is None:
             raise _not_found(record.id)
@@ -738,12 +794,12 @@ def _update(
         fts = index_row(record.user_id, _indexed_text(record))
         conn.execute(
             "UPDATE memories SET kind = ?, content = ?, confidence = ?, updated_at = ?, "
-            "expires_at = ?, sensitive = ?, topic = ?, tags = ?, terms = ?, chars = ? "
-            "WHERE rid = ? AND user_id = ?",
+            "expires_at = ?, sensitive = ?, topic = ?, tags = ?, terms = ?, chars = ?, "
+            "tier = ?, demoted_at = ?, subject = ? WHERE rid = ? AND user_id = ?",
             (record.kind, record.content, record.confidence, record.updated_at,
              record.expires_at, int(record.sensitive), record.topic,
-             json.dumps(list(record.tags), ensure_ascii=False), fts[1], fts[2], rid,
-             record.user_id),
+             json.dumps(list(record.tags), ensure_ascii=False), fts[1], fts[2], record.tier,
+             record.demoted_at, record.subject, rid, record.user_id),
         )  # fmt: skip
         add_to_index(conn, rid, fts)
         count_index(conn, 1, token_count(fts[1]), token_count(fts[2]))
@@ -755,17 +811,22 @@ def _update(
                     "VALUES (?, ?, ?, ?)",
                     (rid, model, *vectors[0]),
                 )
-        _bump(conn, record.user_id)
+        bump_user_version(conn, record.user_id)
 
 
 def _supersede(
-    conn: sqlite3.Connection, user_id: str, old_id: str, new_id: str, now: float
+    conn: sqlite3.Connection,
+    user_id: str,
+    ids: tuple[str, str],
+    reason: SupersededReason,
+    now: float,
 ) -> MemoryRecord:
-    with _transaction(conn):
+    old_id, new_id = ids
+    with write_transaction(conn):
         rows = {
-            row[1]: _record(row)
+            row[1]: record_from_row(row)
             for row in conn.execute(
-                f"SELECT {_COLUMNS} FROM memories m WHERE m.id IN (?, ?) AND +m.user_id = ?",
+                f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.id IN (?, ?) AND +m.user_id = ?",
                 (old_id, new_id, user_id),
             )
         }
@@ -776,19 +837,24 @@ def _supersede(
         old = rows[old_id]
         expires = now if old.expires_at is None else min(old.expires_at, now)
         conn.execute(
-            "UPDATE memories SET superseded_by = ?, expires_at = ?, updated_at = ? "
-            "WHERE id = ? AND user_id = ?",
-            (new_id, expires, now, old_id, user_id),
+            "UPDATE memories SET superseded_by = ?, superseded_reason = ?, expires_at = ?, "
+            "updated_at = ? WHERE id = ? AND user_id = ?",
+            (new_id, reason, expires, now, old_id, user_id),
         )
-        _bump(conn, user_id)
-    return replace(old, superseded_by=new_id, expires_at=expires, updated_at=now)
+        bump_user_version(conn, user_id)
+    return replace(
+        old, superseded_by=new_id, superseded_reason=reason, expires_at=expires, updated_at=now
+    )
 
 
 def _mark_recalled(conn: sqlite3.Connection, user_id: str, ids: list[str], now: float) -> int:
     marks = ", ".join("?" for _ in ids)
-    with _transaction(conn):
+    with write_transaction(conn):
+        # A recalled memory is in use again: a demoted one returns to the semantic tier.
         cursor = conn.execute(
-            "UPDATE memories SET last_recalled_at = ?, recall_count = recall_count + 1 "
+            "UPDATE memories SET last_recalled_at = ?, recall_count = recall_count + 1, "
+            "tier = CASE WHEN kind = 'event' THEN tier ELSE 'semantic' END, "
+            "demoted_at = CASE WHEN kind = 'event' THEN demoted_at ELSE NULL END "
             f"WHERE id IN ({marks}) AND +user_id = ?",
             (now, *ids, user_id),
         )
@@ -797,7 +863,7 @@ def _mark_recalled(conn: sqlite3.Connection, user_id: str, ids: list[str], now: 
 
 def _delete(conn: sqlite3.Connection, user_id: str, memory_id: str | None) -> int:
     """Delete one memory of the user (or all of them when ``memory_id`` is None)."""
-    with _transaction(conn):
+    with write_transaction(conn):
         if memory_id is None:
             rids = [r[0] for r in conn.execute(
                 "SELECT rid FROM memories WHERE user_id = ?", (user_id,)
@@ -814,16 +880,16 @@ def _delete(conn: sqlite3.Connection, user_id: str, memory_id: str | None) -> in
                 f"DELETE FROM memories WHERE rid IN ({marks}) AND +user_id = ?", (*chunk, user_id)
             )
         if rids:
-            _bump(conn, user_id)
+            bump_user_version(conn, user_id)
     return len(rids)
 
 
 def _get(conn: sqlite3.Connection, user_id: str, memory_id: str) -> MemoryRecord | None:
     row = conn.execute(
-        f"SELECT {_COLUMNS} FROM memories m WHERE m.id = ? AND m.user_id = ?",
+        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.id = ? AND m.user_id = ?",
         (memory_id, user_id),
     ).fetchone()
-    return None if row is None else _record(row)
+    return None if row is None else record_from_row(row)
 
 
 def _list(
@@ -836,11 +902,11 @@ def _list(
     (limit, offset), limit -1 for all."""
     clause, params = where
     cursor = conn.execute(
-        f"SELECT {_COLUMNS} FROM memories m WHERE m.user_id = ?{clause} "
+        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.user_id = ?{clause} "
         "ORDER BY m.created_at DESC, m.rid DESC LIMIT ? OFFSET ?",
         (user_id, *params, *page),
     )
-    return [_record(row) for row in cursor]
+    return [record_from_row(row) for row in cursor]
 
 
 def _count(conn: sqlite3.Connection, user_id: str) -> int:
@@ -887,17 +953,17 @@ def _records_by_rid(
 ) -> list[tuple[int, MemoryRecord]]:
     marks = ", ".join("?" for _ in rids)
     cursor = conn.execute(
-        f"SELECT {_COLUMNS} FROM memories m "
+        f"SELECT {RECORD_COLUMNS} FROM memories m "
         f"WHERE m.rid IN ({marks}) AND +m.user_id = ?{query.clause}",
         (*rids, query.user_id, *query.params),
     )
-    return [(int(row[0]), _record(row)) for row in cursor]
+    return [(int(row[0]), record_from_row(row)) for row in cursor]
 
 
 def _store_vectors(
     conn: sqlite3.Connection, user_id: str, model: str, rows: Sequence[tuple[int, bytes, bytes]]
 ) -> None:
-    with _transaction(conn):
+    with write_transaction(conn):
         for rid, vector, calibration in rows:
             # Only if the memory is still there and still the user's (it may be gone by now).
             conn.execute(
@@ -905,4 +971,4 @@ def _store_vectors(
                 "SELECT rid, ?, ?, ? FROM memories WHERE rid = ? AND user_id = ?",
                 (model, vector, calibration, rid, user_id),
             )
-        _bump(conn, user_id)
+        bump_user_version(conn, user_id)

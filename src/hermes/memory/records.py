@@ -12,6 +12,13 @@ from hermes.errors import InvalidIdError, InvalidInputError
 
 MemoryKind = Literal["preference", "fact", "habit", "event"]
 MEMORY_KINDS: Final[tuple[MemoryKind, ...]] = get_args(MemoryKind)
+#: Seed 001 §5.1: semantic memory lasts "weeks to permanent", episodic "hours to days". Events
+#: are episodic from the start; the upkeep job (``hermes.memory.upkeep``) demotes other memories
+#: that go unrecalled, and recall then treats them like events (the recency window applies).
+MemoryTier = Literal["semantic", "episodic"]
+#: Why a memory is history: ``duplicate`` (merged into ``superseded_by``) or ``conflict`` (a
+#: newer statement replaced it).
+SupersededReason = Literal["duplicate", "conflict"]
 
 #: Longest memory accepted, in characters. A memory is one statement about the user; a longer
 #: text is a document (the L3 archive's business), not something to inject into every prompt.
@@ -37,7 +44,9 @@ class MemoryDraft:
 
     ``topic`` and ``tags`` say what the memory is about (e.g. ``topic="salary 薪资"``): recall
     shows a ``sensitive`` memory only when the message mentions one of them. ``expires_at``
-    (epoch seconds) makes a memory stop being recalled at that time.
+    (epoch seconds) makes a memory stop being recalled at that time. ``explicit`` marks what the
+    user asked to be remembered ("记住…", the ``remember`` tool, ``hermes memory add``): the
+    upkeep job never demotes or deletes it for going unrecalled.
     """
 
     content: str
@@ -48,11 +57,22 @@ class MemoryDraft:
     topic: str | None = None
     tags: tuple[str, ...] = ()
     expires_at: float | None = None
+    explicit: bool = False
+
+
+def default_tier(kind: MemoryKind) -> MemoryTier:
+    """The tier a new memory starts in: events are episodic, everything else semantic."""
+    return "episodic" if kind == "event" else "semantic"
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryRecord:
-    """One stored long-term memory. Times are epoch seconds (UTC)."""
+    """One stored long-term memory. Times are epoch seconds (UTC).
+
+    The last fields are kept by the upkeep job: ``tier`` and ``demoted_at`` (when it was
+    demoted to episodic), ``superseded_reason`` (why it is history) and ``subject`` (what a
+    statement is about, ``"is:city"``, ``"likes:喝"`` — how conflicts are found).
+    """
 
     id: str
     user_id: str
@@ -69,6 +89,11 @@ class MemoryRecord:
     sensitive: bool
     topic: str | None
     tags: tuple[str, ...]
+    tier: MemoryTier = "semantic"
+    demoted_at: float | None = None
+    explicit: bool = False
+    superseded_reason: SupersededReason | None = None
+    subject: str | None = None
 
     def is_active(self, now: float) -> bool:
         """Neither superseded nor expired at ``now``."""
@@ -92,6 +117,11 @@ class MemoryRecord:
             "sensitive": self.sensitive,
             "topic": self.topic,
             "tags": list(self.tags),
+            "tier": self.tier,
+            "demoted_at": self.demoted_at,
+            "explicit": self.explicit,
+            "superseded_reason": self.superseded_reason,
+            "subject": self.subject,
         }
 
 
@@ -124,7 +154,8 @@ class SearchFilter:
     """Which of the user's memories a search may return (the user scope is always enforced).
 
     ``include_inactive`` adds superseded and expired memories. ``updated_since`` (epoch
-    seconds) drops memories not updated since then, except kinds in ``recency_exempt``.
+    seconds) drops memories not updated since then, except semantic-tier memories of the kinds
+    in ``recency_exempt`` (a demoted fact ages like an event).
     """
 
     include_inactive: bool = False
@@ -141,7 +172,9 @@ class SearchFilter:
         if self.updated_since is not None:
             exempt = ", ".join("?" for _ in self.recency_exempt)
             clauses.append(
-                f"(m.updated_at >= ? OR m.kind IN ({exempt}))" if exempt else "m.updated_at >= ?"
+                f"(m.updated_at >= ? OR (m.kind IN ({exempt}) AND m.tier = 'semantic'))"
+                if exempt
+                else "m.updated_at >= ?"
             )
             params.extend((self.updated_since, *self.recency_exempt))
         return "".join(f" AND {c}" for c in clauses), tuple(params)

@@ -1,0 +1,880 @@
+"""The upkeep job of long-term memories (issue 5 §8, seed 001 §5.4 "清洁工很重要").
+
+:func:`run_upkeep` does three things, per user (no step ever compares, moves or counts one
+user's memories with another's: every statement it runs is scoped by ``user_id``):
+
+1. **Merge near-duplicates.** Two active memories of the same kind are duplicates when their
+   texts are equal once normalized (case, width, punctuation, "The user …" / "用户…" read as
+   "I …" / "我…"), when their keyword sets overlap by ``merge_overlap`` (Jaccard; texts of
+   fewer than 48 distinct keywords, the most a query keeps), or — with an
+   embedder — when the overlap is at least ``merge_min_overlap`` and their passage vectors
+   have a cosine of ``merge_similarity`` (raw cosine, not recall's calibrated score: related
+   statements saturate the calibrated score, only restatements reach a raw 0.98). Never
+   duplicates: texts whose negation or numbers differ, and two values of one subject ("lives
+   in Beijing" / "lives in Shanghai" — that is a conflict). One memory is kept — the
+   sensitive one if only one is (the stricter visibility wins and keeps its topic), then the
+   explicit one, then higher confidence, more recalls, newest — and receives the other's
+   recall count, latest recall and latest update (a restatement is fresh use); the other is
+   kept as history, ``superseded_by`` the keeper with ``superseded_reason = "duplicate"``. Why
+   not delete it: the user can still see what was said and when (``hermes memory export``).
+2. **Resolve conflicts** (seed 001 §5.4 "以新记忆为准，并给旧记忆打上已过期标签"). Each memory
+   gets a rule-based *subject* (:func:`read_statement`), stored in ``memories.subject``:
+   ``is:<key>`` for one-valued facts ("my city is …", "用户的生日是…", lives in / 住在, works
+   at / 在…工作, name, hometown, age), ``likes:<head>`` for preferences (the object's leading
+   verb — ``likes:喝``, ``likes:drink`` — or the whole object), ``topic:<topic>`` from a
+   non-sensitive topic otherwise. A newer memory replaces an older one of the same kind and
+   subject when: an ``is:`` value differs; a preference says it changed ("now", "no longer",
+   "现在", "改喝", "不再", "…了") and is not additive ("also", "也"), or flips the polarity of
+   the same object; a ``topic:`` statement says it changed. Two more ways for a changed
+   preference: it names the old value ("coffee over tea", "而不是茶") found in an older
+   preference; or, with an embedder, both are choices ("prefer", "偏好", "更喜欢") and close
+   in meaning (calibrated similarity ``conflict_similarity``: "prefers tea" / "now prefers
+   coffee" 0.89, "window seats" / "aisle seats" 1.0, "Java" / "Python" 0.79, but "window
+   seats" / "Python" 0.46). Only choices: the calibrated score of two mere likes says little
+   about a category ("likes espresso" 1.0 but "likes americano" 0.29 against "now prefers
+   coffee"), and a new like rarely ends an old one. The older memory is superseded
+   (``superseded_reason = "conflict"``, ``expires_at`` set): kept as history, never recalled
+   again. Without an embedder, "I prefer tea" → "I now prefer coffee" is left alone (nothing
+   in the words says both are about drinks).
+3. **Demote, then delete, what goes unused** ("semantic → episodic → deleted"). A semantic
+   memory (fact, preference, habit) whose last use — its latest update or recall — is older
+   than ``demote_after_days`` moves to the episodic tier (``demoted_at`` set); recall then
+   applies its recency window to it as to events, so it is no longer recalled. An episodic
+   memory (a demoted one, or an event) unused for ``delete_after_days`` is deleted — a demoted
+   one only after it spent ``delete_after_days - demote_after_days`` in the episodic tier,
+   so a memory is never demoted and deleted by the same run, and an upkeep that did not run
+   for months does not skip the episodic stage. A recall promotes a demoted memory back
+   (``MemoryStore.mark_recalled``). Memories the user asked to keep (``explicit``: "记住…",
+   the remember tool, ``hermes memory add``) are never demoted or deleted for disuse; only
+   ``forget`` removes them (they can still be merged or replaced by a newer statement).
+   Sensitive memories follow the same schedule — they are recalled less often, so more of
+   them go, which is what privacy asks for.
+
+Bounded and idempotent: a run examines at most ``batch_size`` memories that are new or
+changed since they were last examined (``memories.checked_at``); each is compared, through
+the store's indexes, with the user's ``neighbours`` closest memories by keywords and with
+those of the same subject — every pair is met when the later of the two is examined. A run
+demotes or deletes at most ``max_removals``; ``UpkeepReport.remaining`` says whether work is
+left for the next run. A second run at the same ``now`` changes nothing. ``dry_run`` writes
+nothing and reports what a run would do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from hermes.errors import InvalidInputError
+from hermes.memory.keywords import MAX_QUERY_TOKENS, normalize, query_tokens
+from hermes.memory.longterm import (
+    RECORD_COLUMNS,
+    MemoryStore,
+    bump_user_version,
+    record_from_row,
+    write_transaction,
+)
+from hermes.memory.records import MemoryNotFoundError, MemoryRecord
+from hermes.observe import get_logger
+from hermes.session.ids import validate_user_id
+
+if TYPE_CHECKING:
+    from hermes.config import MemoryConfig
+
+__all__ = [
+    "Statement",
+    "UpkeepAction",
+    "UpkeepPolicy",
+    "UpkeepReport",
+    "read_statement",
+    "run_upkeep",
+]
+
+log = get_logger("memory")
+
+_DAY = 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class UpkeepPolicy:
+    """The knobs of :func:`run_upkeep` (see the module docstring for what each one does)."""
+
+    demote_after_days: float = 90.0
+    delete_after_days: float = 180.0
+    #: Keyword overlap (Jaccard) at which two texts are duplicates.
+    merge_overlap: float = 0.8
+    #: With an embedder: passage cosine for duplicates whose overlap is at least
+    #: ``merge_min_overlap``.
+    merge_similarity: float = 0.98
+    merge_min_overlap: float = 0.5
+    #: With an embedder: calibrated similarity of a changed choice ("now prefers") to an older
+    #: choice it replaces.
+    conflict_similarity: float = 0.7
+    #: Most memories examined for duplicates and conflicts in one run.
+    batch_size: int = 500
+    #: Most demotions plus deletions in one run.
+    max_removals: int = 1000
+    #: Search hits compared with each examined memory.
+    neighbours: int = 10
+
+    @classmethod
+    def from_config(cls, config: MemoryConfig) -> UpkeepPolicy:
+        """The policy of a ``memory:`` configuration section."""
+        return cls(
+            demote_after_days=config.demote_after_days,
+            delete_after_days=config.delete_after_days,
+        )
+
+
+UpkeepActionKind = Literal["merge", "supersede", "demote", "delete"]
+
+
+@dataclass(frozen=True, slots=True)
+class UpkeepAction:
+    """One change: ``memory_id`` was merged into / superseded by ``into``, demoted or deleted."""
+
+    action: UpkeepActionKind
+    user_id: str
+    memory_id: str
+    kind: str
+    reason: str
+    into: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "user_id": self.user_id,
+            "memory_id": self.memory_id,
+            "kind": self.kind,
+            "into": self.into,
+            "reason": self.reason,
+        }
+
+
+@dataclass(slots=True)
+class UpkeepReport:
+    """What one run did (or, with ``dry_run``, would do)."""
+
+    now: float
+    dry_run: bool
+    examined: int = 0
+    remaining: bool = False
+    actions: list[UpkeepAction] = field(default_factory=list)
+
+    def count(self, action: UpkeepActionKind) -> int:
+        return sum(1 for a in self.actions if a.action == action)
+
+    @property
+    def changed(self) -> int:
+        return len(self.actions)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: counts per action, the actions with ids, and whether work is left."""
+        return {
+            "dry_run": self.dry_run,
+            "now": self.now,
+            "examined": self.examined,
+            "merged": self.count("merge"),
+            "superseded": self.count("supersede"),
+            "demoted": self.count("demote"),
+            "deleted": self.count("delete"),
+            "remaining": self.remaining,
+            "actions": [a.to_dict() for a in self.actions],
+        }
+
+
+# -- what a statement is about -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """What the upkeep job reads in a memory's text.
+
+    ``subject``: ``is:<key>``, ``likes:<head>``, ``topic:<topic>`` or None; ``value``: the
+    normalized value or object; ``negative``: a negation or a dislike; ``changed``: it says
+    something changed ("now", "现在", "改…"); ``additive``: "also"/"也"; ``old_value``: the
+    replaced value when named ("over tea", "而不是茶"); ``choice``: a comparative preference
+    ("prefer", "偏好", "更喜欢").
+    """
+
+    subject: str | None
+    value: str = ""
+    negative: bool = False
+    changed: bool = False
+    additive: bool = False
+    old_value: str | None = None
+    choice: bool = False
+
+
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|nobody|nothing|neither|nor|cannot|no longer)\b|n't\b|[不没别勿未]"
+)
+_DIGITS = re.compile(r"\d+")
+_SQUASH = re.compile(r"[\W_]+")
+_TRIM = " \t.。!！?？~～…,，;；:：'\"“”"
+
+_EN_FACTS: tuple[tuple[re.Pattern[str], str | None], ...] = tuple(
+    (re.compile(pattern), key)
+    for pattern, key in (
+        (r"^i (?P<now>now |currently |still )?lives? (?:in|at|near|on) (?P<v>.+)$", "residence"),
+        (r"^i(?:'ve| have| has)? (?P<now>just |recently )?moved to (?P<v>.+)$", "residence"),
+        (r"^i (?P<now>now |currently )?works? (?:at|for|in|as) (?P<v>.+)$", "work"),
+        (r"^i(?:'m| am| is) (?P<now>now |originally )?from (?P<v>.+)$", "hometown"),
+        (r"^my name is (?P<now>now )?(?P<v>.+)$", "name"),
+        (r"^i(?:'m| am| is) (?P<now>now )?(?P<v>\d{1,3}) years? old$", "age"),
+        (r"^my (?P<k>[a-z][\w'-]*(?: [a-z][\w'-]*){0,3}?) (?:is|are) (?P<now>now )?(?P<v>.+)$",
+         None),
+    )
+)  # fmt: skip
+_ZH_FACTS: tuple[tuple[re.Pattern[str], str | None], ...] = tuple(
+    (re.compile(pattern), key)
+    for pattern, key in (
+        (r"^我(?P<now>现在|目前|已经)?(?:住在|住|家在|生活在)(?P<v>.+)$", "residence"),
+        (r"^我(?P<now>现在|目前|已经)?搬(?:家)?(?:到|去)了?(?P<v>.+)$", "residence"),
+        (r"^我(?P<now>现在|目前)?在(?P<v>.+?)(?:工作|上班|任职)", "work"),
+        (r"^我(?P<now>)(?:来自|老家是|老家在|的老家是)(?P<v>.+)$", "hometown"),
+        (r"^我(?P<now>)(?:叫|的名字(?:是|叫))(?P<v>.+)$", "name"),
+        (r"^我的(?P<k>[^，,。是为叫在]{1,12}?)(?P<now>现在|目前|已经)?"
+         r"(?:是|为|叫|在|改成了?|换成了?|改为)(?P<v>.+)$", None),
+    )
+)  # fmt: skip
+
+_EN_PREFERENCE = re.compile(
+    r"^i (?P<adv>(?:(?:really|now|actually|also|still|totally|absolutely|much|mostly|generally"
+    r"|definitely|truly|do|does|don't|doesn't|do not|does not|no longer|never|rather|even"
+    r"|currently|kind of|sort of)\s+)*)(?P<verb>likes?|loves?|prefers?|enjoys?|hates?"
+    r"|dislikes?|adores?|despises?|can't stand|cannot stand)\s+(?P<obj>.+)$"
+)
+_EN_NEGATIVE = re.compile(
+    r"\b(?:don't|doesn't|do not|does not|no longer|never)\b|^(?:hate|dislike|despise|can|cannot)"
+)
+_EN_CHANGED_ADV = re.compile(r"\b(?:now|no longer|currently)\b")
+_EN_OLD = re.compile(r"\s+(?:over|rather than|instead of|more than|not)\s+(?P<old>.+)$")
+_EN_TAIL = re.compile(
+    r"\s+(?P<w>now|anymore|any more|instead|these days|nowadays|too|as well|a lot|very much"
+    r"|so much)$"
+)
+_EN_ACTIVITIES = frozenset((
+    "drink", "drinking", "eat", "eating", "use", "using", "play", "playing", "read", "reading",
+    "watch", "watching", "listen", "listening", "wear", "wearing", "go", "going", "take",
+    "taking", "travel", "traveling", "travelling", "drive", "driving", "ride", "riding", "cook",
+    "cooking", "write", "writing", "code", "coding", "sit", "sitting", "fly", "flying",
+))  # fmt: skip
+_ZH_PREFERENCE = re.compile(
+    r"^我(?P<adv>(?:现在|目前|最近|如今|已经|其实|一直|还是|也|都|比较|更|最|真的|很|非常|特别"
+    r"|挺|超级|超|蛮|向来|从来|不太|不再|不|没那么|还)*)(?P<verb>喜欢|喜爱|热爱|爱(?!人)|偏好"
+    r"|偏爱|讨厌|厌恶|受不了|改喝|改吃|改用|改成|换成)(?P<obj>.+)$"
+)
+_ZH_CHANGED_ADV = re.compile(r"现在|目前|最近|如今|已经|不再")
+_ZH_OLD = re.compile(r"[，,]?(?:而不是|不再是|不是)(?P<old>[^，,。]+)")
+_ZH_ACTIVITIES = frozenset("喝吃用看听玩穿去读坐开骑打弹唱写做")
+_CHANGE_WORDS = re.compile(
+    r"\b(?:now|no longer|anymore|instead|these days|nowadays)\b|现在|目前|如今|改成|换成|改为|不再"
+)
+
+
+def canonical(text: str) -> str:
+    """``text`` for comparison: NFKC, case-folded, one space, no closing punctuation, and the
+    third person of extracted memories read as the first ("the user's" → "my", "用户" → "我")."""
+    value = " ".join(normalize(text).replace("’", "'").split())
+    value = re.sub(r"^用户", "我", value)
+    value = re.sub(r"^the user's\s+", "my ", value)
+    value = re.sub(r"^the user\s+", "i ", value)
+    return value.strip(_TRIM)
+
+
+def _squash(text: str) -> str:
+    return _SQUASH.sub("", text)
+
+
+def read_statement(content: str, *, topic: str | None = None, sensitive: bool = False) -> Statement:
+    """What ``content`` states and about what (see :class:`Statement`); never raises."""
+    text = canonical(content)
+    found = _fact(text) or _preference(text)
+    if found is not None:
+        return found
+    if topic and not sensitive:  # a sensitive topic is a category ("finance 财务"), not a key
+        key = " ".join(normalize(topic).split())
+        return Statement(f"topic:{key}", _squash(text), changed=bool(_CHANGE_WORDS.search(text)))
+    return Statement(None, _squash(text))
+
+
+def _fact(text: str) -> Statement | None:
+    for pattern, key in _ZH_FACTS if re.match("我", text) else _EN_FACTS:
+        m = pattern.match(text)
+        if m is None:
+            continue
+        name = key or " ".join(m["k"].split())
+        value = m["v"].strip(_TRIM)
+        changed = bool(m["now"])
+        for tail in (" now", "了"):
+            if value.endswith(tail):
+                value, changed = value[: -len(tail)].strip(_TRIM), True
+        value = re.sub(r"^(?:改成|换成|改为)了?", "", value)
+        return Statement(f"is:{name}", _squash(value), changed=changed)
+    return None
+
+
+def _preference(text: str) -> Statement | None:
+    m = _EN_PREFERENCE.match(text)
+    if m is not None:
+        return _en_preference(m["adv"], m["verb"], m["obj"])
+    m = _ZH_PREFERENCE.match(text)
+    if m is not None:
+        return _zh_preference(m["adv"], m["verb"], m["obj"])
+    return None
+
+
+def _en_preference(adv: str, verb: str, obj: str) -> Statement:
+    negative = bool(_EN_NEGATIVE.search(adv) or _EN_NEGATIVE.match(verb))
+    changed = bool(_EN_CHANGED_ADV.search(adv))
+    additive = bool(re.search(r"\balso\b", adv))
+    old = _EN_OLD.search(obj)
+    old_value = None
+    if old is not None:
+        old_value, obj, changed = old["old"].strip(_TRIM), obj[: old.start()], True
+    while (tail := _EN_TAIL.search(obj)) is not None:
+        changed = changed or tail["w"] not in ("too", "as well", "a lot", "very much", "so much")
+        additive = additive or tail["w"] in ("too", "as well")
+        obj = obj[: tail.start()]
+    obj = re.sub(r"^(?:to|the|a|an)\s+", "", obj.strip(_TRIM))
+    words = obj.split()
+    head = words[0] if words and words[0] in _EN_ACTIVITIES else obj
+    choice = verb.startswith("prefer") or re.search(r"\brather\b", adv) is not None
+    old_value = old_value and canonical(old_value)
+    return Statement(f"likes:{head}", _squash(obj), negative, changed, additive, old_value, choice)
+
+
+def _zh_preference(adv: str, verb: str, obj: str) -> Statement:
+    negative = "不" in adv or "没" in adv or verb in ("讨厌", "厌恶", "受不了")
+    changed = bool(_ZH_CHANGED_ADV.search(adv)) or verb.startswith(("改", "换"))
+    additive = "也" in adv or re.search("还(?!是)", adv) is not None
+    old = _ZH_OLD.search(obj)
+    old_value = None
+    if old is not None:
+        old_value, obj, changed = old["old"].strip(_TRIM), obj[: old.start()], True
+    obj = obj.strip(_TRIM)
+    if obj.endswith(("了", "啦")):
+        obj, changed = obj[:-1].strip(_TRIM), True
+    if verb in ("改喝", "改吃", "改用"):
+        obj = verb[1] + obj
+    head = obj[0] if obj and obj[0] in _ZH_ACTIVITIES else obj
+    choice = "更" in adv or verb in ("偏好", "偏爱")
+    return Statement(f"likes:{head}", _squash(obj), negative, changed, additive, old_value, choice)
+
+
+def relation(older: Statement, newer: Statement) -> Literal["same", "replaces"] | None:
+    """How a newer statement stands to an older one of the same kind (None: unrelated)."""
+    subject = newer.subject
+    if subject is None or older.subject != subject:
+        return None
+    if subject.startswith("is:"):
+        return "same" if older.value == newer.value else "replaces"
+    if older.value == newer.value:  # the same object: restated, or its polarity flipped
+        return "same" if older.negative == newer.negative else "replaces"
+    if newer.additive or not newer.changed:
+        return None
+    # "现在更喜欢喝拿铁" replaces "喜欢喝美式", but "不再喜欢喝咖啡" does not replace "喜欢喝茶".
+    return "replaces" if older.negative == newer.negative else None
+
+
+# -- near-duplicates -----------------------------------------------------------------------
+
+
+def _tokens(text: str) -> frozenset[str]:
+    return frozenset(query_tokens(text).terms)
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    """A memory's text as the duplicate test reads it."""
+
+    squashed: str
+    tokens: frozenset[str]
+    negative: bool
+    digits: tuple[str, ...]
+
+    @classmethod
+    def of(cls, content: str) -> _Text:
+        text = canonical(content)
+        return cls(
+            _squash(text),
+            _tokens(text),
+            bool(_NEGATION.search(text)),
+            tuple(sorted(_DIGITS.findall(text))),
+        )
+
+
+def keeper_of(a: MemoryRecord, b: MemoryRecord) -> tuple[MemoryRecord, MemoryRecord]:
+    """(kept, merged away) of two duplicates: sensitive, explicit, confidence, recalls, newest."""
+
+    def rank(r: MemoryRecord) -> tuple[Any, ...]:
+        return (r.sensitive, r.explicit, r.confidence, r.recall_count, r.created_at, r.id)
+
+    return (a, b) if rank(a) >= rank(b) else (b, a)
+
+
+def merged_record(keep: MemoryRecord, other: MemoryRecord) -> MemoryRecord:
+    """The kept memory after absorbing ``other``."""
+    recalls = [t for t in (keep.last_recalled_at, other.last_recalled_at) if t is not None]
+    expires = (
+        None
+        if keep.expires_at is None or other.expires_at is None
+        else max(keep.expires_at, other.expires_at)
+    )
+    semantic = "semantic" in (keep.tier, other.tier)
+    return replace(
+        keep,
+        recall_count=keep.recall_count + other.recall_count,
+        last_recalled_at=max(recalls) if recalls else None,
+        updated_at=max(keep.updated_at, other.updated_at),
+        confidence=max(keep.confidence, other.confidence),
+        explicit=keep.explicit or other.explicit,
+        expires_at=expires,
+        tier="semantic" if semantic else keep.tier,
+        demoted_at=None if semantic else keep.demoted_at,
+    )
+
+
+# -- statements (run through MemoryStore.run_blocking; every one scoped by user) -------------
+
+_ACTIVE = "m.superseded_by IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?)"
+_LAST_USE = "max(m.updated_at, coalesce(m.last_recalled_at, 0))"
+
+
+def _pending(
+    conn: sqlite3.Connection, user_id: str | None, now: float, limit: int
+) -> list[MemoryRecord]:
+    """Active memories new or changed since the job last examined them, by user, oldest first."""
+    where = "" if user_id is None else " AND m.user_id = ?"
+    rows = conn.execute(
+        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE {_ACTIVE} "
+        f"AND (m.checked_at IS NULL OR m.checked_at < m.updated_at){where} "
+        "ORDER BY m.user_id, m.rid LIMIT ?",
+        (now, *(() if user_id is None else (user_id,)), limit),
+    )
+    return [record_from_row(row) for row in rows]
+
+
+def _by_subject(
+    conn: sqlite3.Connection, user_id: str, kind: str, subject: str, now: float
+) -> list[MemoryRecord]:
+    rows = conn.execute(
+        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.user_id = ? AND m.subject = ? "
+        f"AND m.kind = ? AND {_ACTIVE} ORDER BY m.rid LIMIT 100",
+        (user_id, subject, kind, now),
+    )
+    return [record_from_row(row) for row in rows]
+
+
+def _save_checks(
+    conn: sqlite3.Connection, user_id: str, checks: Sequence[tuple[str, str | None]], now: float
+) -> None:
+    with write_transaction(conn):
+        conn.executemany(
+            "UPDATE memories SET subject = ?, checked_at = max(?, updated_at) "
+            "WHERE id = ? AND user_id = ?",
+            [(subject, now, memory_id, user_id) for memory_id, subject in checks],
+        )
+
+
+def _merge(
+    conn: sqlite3.Connection, user_id: str, keeper_id: str, other_id: str, now: float
+) -> MemoryRecord | None:
+    """Fold ``other_id`` into ``keeper_id``; None when either is no longer an active memory of
+    the user. Both are read inside the write transaction, so no concurrent write is lost."""
+    with write_transaction(conn):
+        rows = conn.execute(
+            f"SELECT {RECORD_COLUMNS}, m.checked_at FROM memories m WHERE m.id IN (?, ?) "
+            "AND +m.user_id = ? AND m.superseded_by IS NULL",
+            (keeper_id, other_id, user_id),
+        ).fetchall()
+        found = {row[1]: (record_from_row(row), row[-1]) for row in rows}
+        if keeper_id not in found or other_id not in found:
+            return None
+        (keep, checked), (other, _) = found[keeper_id], found[other_id]
+        merged = merged_record(keep, other)
+        # Its text did not change: a keeper examined before stays examined.
+        up_to_date = checked is not None and checked >= keep.updated_at
+        conn.execute(
+            "UPDATE memories SET recall_count = ?, last_recalled_at = ?, updated_at = ?, "
+            "confidence = ?, explicit = ?, expires_at = ?, tier = ?, demoted_at = ?, "
+            "checked_at = ? WHERE id = ? AND user_id = ?",
+            (merged.recall_count, merged.last_recalled_at, merged.updated_at, merged.confidence,
+             int(merged.explicit), merged.expires_at, merged.tier, merged.demoted_at,
+             max(now, merged.updated_at) if up_to_date else checked, keeper_id, user_id),
+        )  # fmt: skip
+        conn.execute(
+            "UPDATE memories SET superseded_by = ?, superseded_reason = 'duplicate', "
+            "expires_at = min(coalesce(expires_at, ?), ?), updated_at = ? "
+            "WHERE id = ? AND user_id = ?",
+            (keeper_id, now, now, now, other_id, user_id),
+        )
+        bump_user_version(conn, user_id)
+    return merged
+
+
+def _stale(
+    conn: sqlite3.Connection,
+    user_id: str | None,
+    tier: str,
+    cutoffs: tuple[float, float | None],
+    *,
+    now: float,
+    limit: int,
+) -> list[MemoryRecord]:
+    """Active, not explicit memories of ``tier`` last used before ``cutoffs[0]`` (and, when
+    ``cutoffs[1]`` is set, demoted before it or never), by user, oldest first."""
+    last_use, demoted_before = cutoffs
+    sql = (
+        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.tier = ? AND m.explicit = 0 "
+        f"AND {_ACTIVE} AND {_LAST_USE} < ?"
+    )
+    params: list[Any] = [tier, now, last_use]
+    if demoted_before is not None:
+        sql += " AND (m.demoted_at IS NULL OR m.demoted_at < ?)"
+        params.append(demoted_before)
+    if user_id is not None:
+        sql += " AND m.user_id = ?"
+        params.append(user_id)
+    rows = conn.execute(sql + " ORDER BY m.user_id, m.rid LIMIT ?", (*params, limit))
+    return [record_from_row(row) for row in rows]
+
+
+def _demote(conn: sqlite3.Connection, records: Sequence[MemoryRecord], now: float) -> None:
+    with write_transaction(conn):
+        for record in records:
+            conn.execute(
+                "UPDATE memories SET tier = 'episodic', demoted_at = ? "
+                "WHERE id = ? AND user_id = ? AND tier = 'semantic'",
+                (now, record.id, record.user_id),
+            )
+        for user_id in {r.user_id for r in records}:
+            bump_user_version(conn, user_id)
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+class _Run:
+    """One upkeep run: its inputs, report, and what it changed so far (``retired`` ids and
+    ``fresh`` records, which also make a dry run read as if its changes had been made)."""
+
+    def __init__(self, store: MemoryStore, policy: UpkeepPolicy, now: float, dry_run: bool) -> None:
+        self.store = store
+        self.policy = policy
+        self.now = now
+        self.dry_run = dry_run
+        self.report = UpkeepReport(now=now, dry_run=dry_run)
+        self.retired: set[str] = set()
+        self.fresh: dict[str, MemoryRecord] = {}
+        #: Subjects of the memories being examined (stored once they are done).
+        self.subjects: dict[str, str | None] = {}
+        self.batch: list[MemoryRecord] = []
+        self._vectors: dict[str, Any] = {}
+
+    def current(self, record: MemoryRecord) -> MemoryRecord | None:
+        """The record as this run left it, None if it merged or was replaced."""
+        if record.id in self.retired:
+            return None
+        return self.fresh.get(record.id, record)
+
+    # -- duplicates and conflicts ----------------------------------------------------------
+    async def examine(self, user_id: str | None) -> None:
+        pending = await self.store.run_blocking(
+            "upkeep", _pending, user_id, self.now, self.policy.batch_size
+        )
+        self.report.examined = len(pending)
+        self.report.remaining = len(pending) >= self.policy.batch_size
+        users: dict[str, list[MemoryRecord]] = {}
+        for record in pending:
+            users.setdefault(record.user_id, []).append(record)
+        for owner, records in users.items():
+            self.batch = records
+            statements = {r.id: _statement(r) for r in records}
+            self.subjects = {i: s.subject for i, s in statements.items()}
+            for record in records:
+                current = self.current(record)
+                if current is None:
+                    continue
+                kept = await self._dedupe(current)
+                if kept is not None:
+                    await self._resolve(kept, statements[record.id])
+            if not self.dry_run:
+                checks = [(r.id, self.subjects[r.id]) for r in records if r.id not in self.retired]
+                if checks:
+                    await self.store.run_blocking("upkeep", _save_checks, owner, checks, self.now)
+
+    async def _dedupe(self, record: MemoryRecord) -> MemoryRecord | None:
+        """Merge ``record``'s duplicates; the record as it stands after, None if merged away."""
+        hits = await self.store.search(
+            record.user_id,
+            record.content,
+            limit=self.policy.neighbours,
+            mode="keyword",
+            now=self.now,
+        )
+        current: MemoryRecord | None = record
+        for hit in hits:
+            other = self.current(hit.record)
+            if current is None or other is None or other.id == current.id:
+                continue
+            if other.kind == current.kind and await self._duplicates(current, other):
+                current = await self._merge(current, other, "duplicate")
+        return current
+
+    async def _duplicates(self, a: MemoryRecord, b: MemoryRecord) -> bool:
+        ta, tb = _Text.of(a.content), _Text.of(b.content)
+        if ta.squashed and ta.squashed == tb.squashed:
+            return True
+        if ta.negative != tb.negative or ta.digits != tb.digits:
+            return False
+        sa, sb = _statement(a), _statement(b)
+        one_valued = sa.subject is not None and sa.subject.startswith("is:")
+        if one_valued and sa.subject == sb.subject and sa.value != sb.value:
+            return False  # two values of one subject: a conflict, not a duplicate
+        overlap = _jaccard(ta.tokens, tb.tokens)
+        longest = max(len(ta.tokens), len(tb.tokens))
+        if overlap >= self.policy.merge_overlap and longest < MAX_QUERY_TOKENS:
+            return True
+        if self.store.embedder is None or overlap < self.policy.merge_min_overlap:
+            return False
+        cosine = await self._cosine(a.content, b.content)
+        return cosine is not None and cosine >= self.policy.merge_similarity
+
+    async def _cosine(self, a: str, b: str) -> float | None:
+        embedder = self.store.embedder
+        missing = [t for t in dict.fromkeys((a, b)) if t not in self._vectors]
+        if embedder is not None and missing:
+            try:
+                matrix, _ = await asyncio.to_thread(embedder.embed_passages, missing)
+            except Exception as exc:  # noqa: BLE001 - no vector, no vector-based merge
+                log.warning("memory_upkeep_embed_failed", error=f"{type(exc).__name__}: {exc}")
+                return None
+            self._vectors.update(zip(missing, matrix, strict=True))
+        if a not in self._vectors or b not in self._vectors:
+            return None
+        return float(self._vectors[a] @ self._vectors[b])
+
+    async def _merge(self, a: MemoryRecord, b: MemoryRecord, reason: str) -> MemoryRecord | None:
+        """Merge two duplicates; returns ``a`` as it stands after (None if merged away)."""
+        keep, other = keeper_of(a, b)
+        if self.dry_run:
+            merged: MemoryRecord | None = merged_record(keep, other)
+        else:
+            merged = await self.store.run_blocking(
+                "upkeep", _merge, keep.user_id, keep.id, other.id, self.now
+            )
+        if merged is None:  # changed meanwhile (another process): left for the next run
+            return a
+        self.retired.add(other.id)
+        self.fresh[keep.id] = merged
+        self.report.actions.append(
+            UpkeepAction("merge", keep.user_id, other.id, other.kind, reason, into=keep.id)
+        )
+        return merged if keep.id == a.id else None
+
+    async def _resolve(self, record: MemoryRecord, statement: Statement) -> None:
+        """Apply the conflict rules between ``record`` and the user's memories."""
+        current: MemoryRecord | None = record
+        for other, forced in await self._related(record, statement):
+            other_now = self.current(other)
+            if current is None or other_now is None or other_now.id == current.id:
+                continue
+            if other_now.kind != current.kind:
+                continue
+            older, newer = sorted((current, other_now), key=_age)
+            if forced is not None and newer.id != current.id:
+                continue
+            said = _statement(newer)
+            rel = relation(_statement(older), said) if forced is None else "replaces"
+            if rel == "same":
+                current = await self._merge(current, other_now, "same statement")
+            elif rel == "replaces":
+                await self._supersede(older, newer, forced or f"newer statement ({said.subject})")
+                current = None if older.id == current.id else current
+
+    async def _related(
+        self, record: MemoryRecord, statement: Statement
+    ) -> list[tuple[MemoryRecord, str | None]]:
+        """Memories to weigh against ``record``: same subject (rules decide), and for a
+        changed preference the ones it replaces by name or by meaning (reason given)."""
+        found: dict[str, tuple[MemoryRecord, str | None]] = {}
+        subject = statement.subject
+        if subject is not None:
+            stored = await self.store.run_blocking(
+                "upkeep", _by_subject, record.user_id, record.kind, subject, self.now
+            )
+            in_batch = [r for r in self.batch if self.subjects.get(r.id) == subject]
+            for other in (*stored, *in_batch):
+                found.setdefault(other.id, (other, None))
+        if subject is None or not subject.startswith("likes:"):
+            return list(found.values())
+        if not statement.changed or statement.additive:
+            return list(found.values())
+        for other, why in await self._replaced_preferences(record, statement):
+            if other.id not in found:
+                found[other.id] = (other, why)
+        return list(found.values())
+
+    async def _replaced_preferences(
+        self, record: MemoryRecord, statement: Statement
+    ) -> list[tuple[MemoryRecord, str]]:
+        out: list[tuple[MemoryRecord, str]] = []
+        if statement.old_value:
+            named = _tokens(statement.old_value)
+            hits = await self.store.search(
+                record.user_id, statement.old_value, limit=self.policy.neighbours,
+                mode="keyword", now=self.now,
+            )  # fmt: skip
+            for hit in hits:
+                other = _statement(hit.record)
+                if (
+                    _is_same_polarity_preference(other, statement)
+                    and named
+                    and named <= (_tokens(canonical(hit.record.content)))
+                ):
+                    out.append((hit.record, f"names the old value {statement.old_value!r}"))
+        if self.store.embedder is not None and statement.choice:
+            hits = await self.store.search(
+                record.user_id, record.content, limit=self.policy.neighbours, now=self.now
+            )
+            for hit in hits:
+                score = hit.vector_score
+                if score is None or score < self.policy.conflict_similarity:
+                    continue
+                other = _statement(hit.record)
+                if other.choice and _is_same_polarity_preference(other, statement):
+                    out.append((hit.record, f"changed choice, similarity {score:.2f}"))
+        return out
+
+    async def _supersede(self, older: MemoryRecord, newer: MemoryRecord, why: str) -> None:
+        if not self.dry_run:
+            try:
+                await self.store.supersede(
+                    older.user_id, older.id, newer.id, reason="conflict", now=self.now
+                )
+            except MemoryNotFoundError:  # changed meanwhile (another process)
+                return
+        self.retired.add(older.id)
+        self.report.actions.append(
+            UpkeepAction("supersede", older.user_id, older.id, older.kind, why, into=newer.id)
+        )
+
+    # -- demotion and deletion -------------------------------------------------------------
+    async def retire_unused(self, user_id: str | None) -> None:
+        policy, now = self.policy, self.now
+        budget = policy.max_removals
+        grace = max(policy.delete_after_days - policy.demote_after_days, 0.0) * _DAY
+        delete_cutoff = now - policy.delete_after_days * _DAY
+        doomed = await self.store.run_blocking(
+            "upkeep",
+            _stale,
+            user_id,
+            "episodic",
+            (delete_cutoff, now - grace),
+            now=now,
+            limit=budget,
+        )
+        doomed = self._still_stale(doomed, delete_cutoff)
+        for record in doomed:
+            if not self.dry_run and not await self.store.forget(record.user_id, record.id):
+                continue
+            why = f"unused for {policy.delete_after_days:g} days in the episodic tier"
+            self.report.actions.append(
+                UpkeepAction("delete", record.user_id, record.id, record.kind, why)
+            )
+        budget -= len(doomed)
+        demote_cutoff = now - policy.demote_after_days * _DAY
+        demoted = await self.store.run_blocking(
+            "upkeep",
+            _stale,
+            user_id,
+            "semantic",
+            (demote_cutoff, None),
+            now=now,
+            limit=max(budget, 0),
+        )
+        demoted = self._still_stale(demoted, demote_cutoff)
+        if demoted and not self.dry_run:
+            await self.store.run_blocking("upkeep", _demote, demoted, now)
+        why = f"not recalled for {policy.demote_after_days:g} days"
+        self.report.actions.extend(
+            UpkeepAction("demote", r.user_id, r.id, r.kind, why) for r in demoted
+        )
+        if len(doomed) + len(demoted) >= policy.max_removals:
+            self.report.remaining = True
+
+    def _still_stale(self, records: Iterable[MemoryRecord], cutoff: float) -> list[MemoryRecord]:
+        """Drop what this run merged away or freshened (it matters in a dry run)."""
+        kept = []
+        for record in records:
+            now = self.current(record)
+            if now is not None and max(now.updated_at, now.last_recalled_at or 0.0) < cutoff:
+                kept.append(now)
+        return kept
+
+
+def _statement(record: MemoryRecord) -> Statement:
+    return read_statement(record.content, topic=record.topic, sensitive=record.sensitive)
+
+
+def _age(record: MemoryRecord) -> tuple[float, float, str]:
+    """Order of statements: the latest update (a restatement merged in counts), then creation."""
+    return (record.updated_at, record.created_at, record.id)
+
+
+def _is_same_polarity_preference(other: Statement, newer: Statement) -> bool:
+    return (
+        other.subject is not None
+        and other.subject.startswith("likes:")
+        and other.negative == newer.negative
+        and other.value != newer.value
+    )
+
+
+async def run_upkeep(
+    store: MemoryStore,
+    *,
+    user_id: str | None = None,
+    policy: UpkeepPolicy | None = None,
+    now: float | None = None,
+    dry_run: bool = False,
+) -> UpkeepReport:
+    """Merge duplicates, resolve conflicts, demote and delete unused memories (module
+    docstring) — of ``user_id`` only, or of every user when None — and report what changed.
+
+    ``now`` (epoch seconds) is the time the rules measure against (tests inject it). Raises
+    ``InvalidIdError`` for a malformed user id, ``InvalidInputError`` for a bad policy and
+    ``StoreError`` when the store fails (changes made until then stay made; a rerun goes on).
+    """
+    if user_id is not None:
+        validate_user_id(user_id)
+    chosen = policy or UpkeepPolicy()
+    if chosen.batch_size < 1 or chosen.max_removals < 0 or chosen.neighbours < 1:
+        raise InvalidInputError("upkeep batch_size and neighbours must be at least 1")
+    run = _Run(store, chosen, time.time() if now is None else float(now), dry_run)
+    started = time.perf_counter()
+    await run.examine(user_id)
+    await run.retire_unused(user_id)
+    report = run.report
+    log.info(
+        "memory_upkeep",
+        dry_run=dry_run,
+        examined=report.examined,
+        merged=report.count("merge"),
+        superseded=report.count("supersede"),
+        demoted=report.count("demote"),
+        deleted=report.count("delete"),
+        remaining=report.remaining,
+        cost_ms=round((time.perf_counter() - started) * 1000, 2),
+    )
+    return report
