@@ -500,3 +500,14 @@ def test_statements_joined_by_but_are_each_kept() -> None:
 
 def test_a_standing_instruction_to_remember_is_kept_as_one() -> None:
     assert one("记住：以后回答用英文").content == "用户要求：以后回答用英文。"
+
+
+def test_explicit_requests_are_marked_explicit_and_reach_the_draft() -> None:
+    from hermes.memory.extract import extract_candidates
+
+    (asked,) = extract_candidates("请记住我对花生过敏")
+    assert asked.explicit
+    assert asked.to_draft(source_session="s-1").explicit
+    plain = extract_candidates("我喜欢喝美式咖啡")
+    assert plain
+    assert not plain[0].explicit

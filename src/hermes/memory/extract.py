@@ -80,6 +80,9 @@ class MemoryCandidate:
     topic: str | None = None
     supersedes_hint: str | None = None
     source: Literal["rules", "model"] = "rules"
+    #: The user asked for it in so many words ("记住…", "remember that…"): upkeep never
+    #: demotes or deletes it for disuse.
+    explicit: bool = False
 
     def to_draft(self, *, source_session: str | None = None) -> MemoryDraft:
         """The draft the long-term store writes (``hermes.memory.records.MemoryDraft``)."""
@@ -90,6 +93,7 @@ class MemoryCandidate:
             source_session=source_session,
             sensitive=self.sensitive,
             topic=self.topic,
+            explicit=self.explicit,
         )
 
 
@@ -796,6 +800,8 @@ def _candidate(
         topic=topic[:200] if topic else None,
         supersedes_hint=supersedes_hint[:200] if supersedes_hint else None,
         source=source,
+        # Only the rules know the user's own words asked for it; a model's confidence is not.
+        explicit=source == "rules" and confidence >= _EXPLICIT,
     )
 
 
