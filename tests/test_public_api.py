@@ -104,7 +104,9 @@ SIGNATURES: dict[str, str] = {
         "authorizer: 'Authorizer | None' = None, toolset_limit: 'int' = 20, "
         "http_allow: 'Sequence[str]' = (), "
         # Added with issue 4.
-        "mcp_servers: 'Mapping[str, ServerConfig] | McpManager | None' = None) -> 'None'"
+        "mcp_servers: 'Mapping[str, ServerConfig] | McpManager | None' = None, "
+        # Added with issue 5 (keyword-only, off by default).
+        "memory: 'Memory | str | Path | None' = None) -> 'None'"
     ),
     "Agent.run": (
         "(self, text: 'str', *, session_id: 'str | None' = None, "

@@ -82,3 +82,4 @@ def test_mcp_serve_defaults_and_empty_token(load_text) -> None:
 def test_memory_semantic_off_unquoted(load_text) -> None:
     assert load_text("memory:\n  semantic: off\n").config.memory.semantic == "off"
     assert load_text("memory:\n  semantic: auto\n").config.memory.semantic == "auto"
+    assert load_text("memory:\n  extraction: off\n").config.memory.extraction == "off"

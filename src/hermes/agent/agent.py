@@ -27,7 +27,7 @@ from hermes.errors import InvalidInputError
 from hermes.messages import Message
 from hermes.models.base import Model
 from hermes.models.brain import RuleBrain
-from hermes.observe import log_context
+from hermes.observe import get_logger, log_context
 from hermes.session.fsm import StateMachineSpec
 from hermes.session.ids import new_session_id, validate_session_id, validate_user_id
 from hermes.session.open import open_store
@@ -36,7 +36,9 @@ from hermes.session.summary import ExtractiveSummarizer, Summarizer
 from hermes.session.tokens import count_tokens
 from hermes.tools.base import Tool
 from hermes.tools.builtin import BUILTIN_TOOLS
+from hermes.tools.builtin.memory_tools import MEMORY_KEY, MEMORY_TOOLS
 from hermes.tools.decorator import as_tool
+from hermes.tools.executor import MEMORY_BACKGROUND_KEY, TOOL_MEMORY_KEY
 from hermes.tools.permissions import Authorizer
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.toolsets import ToolsetIndex
@@ -44,9 +46,14 @@ from hermes.tools.toolsets import ToolsetIndex
 if TYPE_CHECKING:
     from hermes.config.mcp import ServerConfig
     from hermes.mcp.client import McpManager
+    from hermes.memory.facade import Memory
 
 DEFAULT_BUILTINS = ("calculator", "current_time")
+#: How long ``aclose`` waits for the background memory work of a Memory it does not own.
+MEMORY_DRAIN_TIMEOUT_S = 5.0
 ToolLike = str | Tool | Callable[..., Any]
+
+log = get_logger("agent")
 
 
 class Agent:
@@ -55,6 +62,13 @@ class Agent:
     ``tools`` takes ``@tool`` functions, ``Tool`` objects and names of built-in tools; when it
     is omitted the built-ins ``calculator`` and ``current_time`` are offered. ``store`` is a
     ``Store`` or a SQLite file path (default ``./.hermes/hermes.db``).
+
+    ``memory`` (issue 5; off by default, so a plain agent pays nothing for it): a
+    :class:`hermes.memory.facade.Memory` — working memory, recall of the user's long-term
+    memories, arguments from memory, learning after each turn, tool-call records and
+    ``cache_ttl`` reuse across restarts, and the ``remember``/``recall_memories``/
+    ``forget_memory`` tools — or a directory to open one in (``Memory.open``; then the agent
+    owns and closes it, as with a store path).
     """
 
     def __init__(
@@ -78,6 +92,7 @@ class Agent:
         toolset_limit: int = 20,
         http_allow: Sequence[str] = (),
         mcp_servers: Mapping[str, ServerConfig] | McpManager | None = None,
+        memory: Memory | str | Path | None = None,
     ) -> None:
         _check_settings(
             max_iterations=max_iterations,
@@ -97,6 +112,8 @@ class Agent:
         self.store: Store = open_store(store)
         #: A store the caller built is the caller's to close; one opened from a path is ours.
         self._owns_store = not isinstance(store, Store)
+        #: The agent's memory (issue 5), or None; owned as the store is (see ``aclose``).
+        self.memory, self._owns_memory = _open_memory(memory, self.tools)
         self.max_message_chars = max_message_chars
         if summarizer is None:
             # Deterministic and free; pass ModelSummarizer(model) to have a model write the
@@ -126,7 +143,8 @@ class Agent:
         runtime.toolset_limit = toolset_limit
         if len(self.tools) > toolset_limit:
             runtime.toolsets = ToolsetIndex(list(self.tools))
-        runtime.extras = _tool_extras(self.store, http_allow)
+        runtime.memory = self.memory
+        runtime.extras = _tool_extras(self.store, http_allow) | _memory_extras(self.memory)
         #: What every tool call finds in ``ToolContext.extras`` (``http_allow``,
         #: ``idempotency_path``, ``protected_paths``…); extend it before the first turn.
         self.tool_extras = runtime.extras
@@ -322,8 +340,14 @@ class Agent:
         return self.mcp.status()
 
     async def aclose(self) -> None:
-        """Close what the agent opened: MCP connections, the model's connections and a store it
-        opened itself (a ``Store`` or ``McpManager`` passed in stays open: its owner closes it)."""
+        """Close what the agent opened: its memory, MCP connections, the model's connections
+        and a store it opened itself (a ``Store``, ``Memory`` or ``McpManager`` passed in stays
+        open: its owner closes it; the memory work this agent started is awaited, bounded)."""
+        if self.memory is not None:  # first: its background work may still use the model
+            if self._owns_memory:
+                await self.memory.aclose()
+            elif not await self.memory.drain(MEMORY_DRAIN_TIMEOUT_S):
+                log.warning("memory_work_pending_at_close", pending=self.memory.pending)
         if self.mcp is not None:
             await self.mcp.aclose()
         closer = getattr(self.model, "aclose", None)
@@ -353,6 +377,37 @@ def _resolve_tool(item: ToolLike) -> Tool:
             raise ValueError(f"unknown built-in tool '{item}' (built-ins: {known})")
         return builtin
     return as_tool(item)
+
+
+def _open_memory(
+    memory: Memory | str | Path | None, registry: ToolRegistry
+) -> tuple[Memory | None, bool]:
+    """The agent's Memory and whether it owns it (it opened it from a directory); the memory
+    tools join ``registry`` when there is a long-term store (a tool of the same name already
+    registered — a plugin, say — is kept)."""
+    if memory is None:
+        return None, False
+    owned = isinstance(memory, str | Path)
+    if isinstance(memory, str | Path):
+        from hermes.memory.facade import Memory  # the memory package loads only when used
+
+        memory = Memory.open(memory)
+    if memory.store is not None and memory.offer_tools:
+        for name in MEMORY_TOOLS:
+            if registry.get(name) is None:
+                registry.register(BUILTIN_TOOLS[name])
+    return memory, owned
+
+
+def _memory_extras(memory: Memory | None) -> dict[str, Any]:
+    """What tool calls get in ``ToolContext.extras`` from the memory (see the executor)."""
+    if memory is None:
+        return {}
+    extras: dict[str, Any] = {MEMORY_KEY: memory}
+    if memory.tools is not None:
+        extras[TOOL_MEMORY_KEY] = memory.tools
+        extras[MEMORY_BACKGROUND_KEY] = memory
+    return extras
 
 
 def _tool_extras(store: Store, http_allow: Sequence[str]) -> dict[str, Any]:

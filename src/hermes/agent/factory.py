@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes.agent.agent import Agent
 from hermes.config import LoadedConfig
@@ -15,6 +16,10 @@ from hermes.tools.audit import AuditLog
 from hermes.tools.base import Tool
 from hermes.tools.permissions import Authorizer
 from hermes.tools.plugins import load_plugins
+
+if TYPE_CHECKING:
+    from hermes.memory.extract import Extractor
+    from hermes.memory.facade import Memory
 
 log = get_logger("agent")
 
@@ -64,10 +69,35 @@ def build_agent(
     """
     if log_to_file and loaded.log_file is not None:
         configure_logging(loaded.log_file, loaded.config.logging.level)
-    ac = loaded.config.agent
-    tc = loaded.config.tools
     model = build_model(loaded, offline=offline)
     plugin_tools, warnings = _plugins(loaded)
+    memory = build_memory(loaded, model, offline=offline, store=store)
+    try:
+        agent = _agent(
+            loaded, model, plugin_tools=plugin_tools, store=store, memory=memory, offline=offline
+        )
+    except BaseException:  # clean up, then re-raise unchanged
+        if memory is not None:
+            memory.close_sync()
+        raise
+    agent.startup_warnings = warnings
+    # File tools must never rewrite what configures or extends Hermes (issue 3 review).
+    protected = [loaded.source, _plugins_path(loaded)]
+    agent.tool_extras["protected_paths"] = [str(p) for p in protected if p is not None]
+    return agent
+
+
+def _agent(
+    loaded: LoadedConfig,
+    model: Model,
+    *,
+    plugin_tools: list[Tool],
+    store: str | Path | None,
+    memory: Memory | None,
+    offline: bool,
+) -> Agent:
+    ac = loaded.config.agent
+    tc = loaded.config.tools
     instructions = ac.instructions
     if instructions is None and loaded.config.model is not None and not offline:
         instructions = DEFAULT_INSTRUCTIONS
@@ -94,12 +124,84 @@ def build_agent(
         toolset_limit=tc.toolset_limit,
         http_allow=tc.http_allow,
         mcp_servers=loaded.config.mcp_servers,
+        memory=memory,
     )
-    agent.startup_warnings = warnings
-    # File tools must never rewrite what configures or extends Hermes (issue 3 review).
-    protected = [loaded.source, _plugins_path(loaded)]
-    agent.tool_extras["protected_paths"] = [str(p) for p in protected if p is not None]
+    agent._owns_memory = memory is not None  # built here for this agent: closed by its aclose
     return agent
+
+
+def build_memory(
+    loaded: LoadedConfig,
+    model: Model,
+    *,
+    offline: bool = False,
+    store: str | Path | None = None,
+) -> Memory | None:
+    """The agent's memory from the ``memory:`` section, or None when it is disabled or the
+    session store is in memory (``:memory:``: nothing is written beside it).
+
+    ``store`` overrides ``store.path`` as in :func:`build_agent` (the memory files then live
+    beside that database, unless ``memory.dir`` is set). Raises ``ConfigError``/``StoreError``.
+    """
+    mc = loaded.config.memory
+    if not mc.enabled:
+        return None
+    # Imported here: the memory package loads only for agents that have a memory.
+    from hermes.memory.facade import Memory
+    from hermes.memory.open import memory_dir, open_memory_store
+    from hermes.memory.recall import RecallPolicy
+    from hermes.memory.tiers import ToolMemory
+    from hermes.memory.upkeep import UpkeepPolicy
+
+    directory = memory_dir(loaded, store=store)
+    if directory is None:
+        return None
+    long_term = open_memory_store(loaded, embedder="auto", store=store)
+    try:
+        tools = ToolMemory.open(directory) if mc.tool_index else None
+    except BaseException:  # clean up, then re-raise unchanged
+        long_term.close_sync()
+        raise
+    hours = mc.upkeep_interval_hours
+    return Memory(
+        long_term,
+        tools,
+        extractor=_extractor(mc.extraction, mc.threshold, model, loaded, offline=offline),
+        policy=RecallPolicy(
+            min_score=mc.recall_min_score,
+            max_items=mc.recall_max_items,
+            recency_days=mc.recency_days,
+        ),
+        fill_arguments=mc.fill_arguments,
+        habits=mc.habits,
+        threshold=mc.threshold,
+        upkeep_interval=None if hours is None else hours * 3600.0,
+        upkeep_policy=UpkeepPolicy.from_config(mc),
+        # The offline rule brain has no intents for remember/recall/forget (its rules extract
+        # "记住…" after the turn instead): offering the tools would only list them in its help.
+        offer_tools=not isinstance(model, RuleBrain),
+    )
+
+
+def _extractor(
+    mode: str, threshold: float, model: Model, loaded: LoadedConfig, *, offline: bool
+) -> Extractor | None:
+    """``auto``: the configured model with a fixed JSON output (rules when the model is the
+    offline rule brain, which does not follow free-form instructions); ``rules``; ``model``;
+    ``off``."""
+    from hermes.memory.extract import ModelExtractor, RuleExtractor
+
+    if mode == "off":
+        return None
+    real_model = (
+        loaded.config.model is not None and not offline and not isinstance(model, RuleBrain)
+    )
+    if mode == "model" or (mode == "auto" and real_model):
+        if not real_model:
+            log.warning("memory_extraction_rules", reason="no model configured (offline)")
+            return RuleExtractor(threshold=threshold)
+        return ModelExtractor(model, threshold=threshold)
+    return RuleExtractor(threshold=threshold)
 
 
 def _plugins_path(loaded: LoadedConfig) -> Path | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,13 +35,23 @@ class ToolStepState:
     unknown_tools: int = 0
 
 
-def assistant_items(response: ModelResponse, trace_id: str) -> list[Item]:
-    """The items that record a model response with tool calls (text first, then the calls)."""
+def assistant_items(
+    response: ModelResponse,
+    trace_id: str,
+    call_meta: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Item]:
+    """The items that record a model response with tool calls (text first, then the calls).
+
+    ``call_meta``: more meta per call id (e.g. the arguments memory filled in)."""
     items: list[Item] = []
     if response.content:
         items.append(Item("assistant", "text", response.content, trace_id=trace_id))
     for tc in response.tool_calls:
-        meta = {"arguments_error": tc.arguments_error} if tc.arguments_error else None
+        meta: dict[str, Any] | None = (
+            {"arguments_error": tc.arguments_error} if tc.arguments_error else None
+        )
+        if call_meta and tc.id in call_meta:
+            meta = {**(meta or {}), **call_meta[tc.id]}
         items.append(
             Item(
                 "assistant",
@@ -164,16 +174,23 @@ def result_items(
     state: ToolStepState,
     trace_id: str,
     max_chars: int,
+    *,
+    notes: Mapping[str, str] | None = None,
 ) -> tuple[list[Item], list[dict[str, Any]]]:
     """Items and tool messages for the results.
 
     The same call (name and arguments) answered with the same result twice gets a note
     (seed 004 §4.2), and every result is bounded to ``max_chars`` whatever the tool returned.
+    ``notes``: a ``memory_note`` per call id for the model (arguments filled from memory).
     """
     items: list[Item] = []
     messages: list[dict[str, Any]] = []
     for tc, result in zip(calls, results, strict=True):
         text = _bounded(result.to_model_text(), max_chars)
+        if notes and tc.id in notes:
+            payload = json.loads(text)
+            payload["memory_note"] = notes[tc.id]
+            text = json.dumps(payload, ensure_ascii=False)
         key = (tc.name, json.dumps(tc.arguments, sort_keys=True, default=str), text)
         if key in state.seen_results:
             payload = json.loads(text)

@@ -122,14 +122,7 @@ async def run_turn(
         turn.fsm.fire("reply")
     else:
         ending = await _run_guarded(rt, turn, slice_, stored, pending=pending, decision=decision)
-    reply_item = Item(
-        "assistant",
-        "text",
-        ending.reply,
-        trace_id=trace_id,
-        meta=_reply_meta(ending, turn),
-    )
-    (reply_stored,) = await turn.append(rt.store, [reply_item])
+    reply_stored = await _store_reply(rt, turn, ending, message.content)
     log.info(
         "turn_finished",
         cost_ms=round((time.perf_counter() - started) * 1000, 3),
@@ -156,6 +149,26 @@ async def run_turn(
         if asked is None
         else [{"tool": c.tool, "arguments": c.arguments} for c in asked.calls],
     )
+
+
+async def _store_reply(rt: Runtime, turn: TurnState, ending: Ending, text: str) -> Item:
+    """Store the reply with the final state; then memory learns from the user's ``text``."""
+    tm = turn.memory
+    if tm is not None:
+        from hermes.agent import memory_step  # first use only: see _memory_note
+
+        memory_step.finish(tm, turn)  # working memory is saved with the reply's state
+    reply_item = Item(
+        "assistant",
+        "text",
+        ending.reply,
+        trace_id=turn.trace_id,
+        meta=_reply_meta(ending, turn),
+    )
+    (stored,) = await turn.append(rt.store, [reply_item])
+    if tm is not None:
+        memory_step.learn_later(tm, turn, text)  # in the background: the reply does not wait
+    return stored
 
 
 def _reply_meta(ending: Ending, turn: TurnState) -> dict[str, Any] | None:
@@ -190,28 +203,10 @@ async def _run_guarded(
     told, just before the user's message, that they did not run (seed 004 §4.3).
     """
     try:
-        window = await _close_gap(rt, turn, slice_)
-        built = build_messages(
-            ContextSlice(window.sticky, window.summary, [*window.window, *stored]),
-            system_prompt=rt.settings.instructions,
-            budget_tokens=rt.message_budget,
-        )
-        if pending is not None and decision == "correct":
-            note = {"role": "system", "content": correction_note(pending)}
-            built.messages.insert(len(built.messages) - 1, note)
-            built.tokens += message_tokens(note)
-        turn.state.token_estimate = built.tokens
-        if built.repaired or built.dropped_rounds or built.truncated:
-            log.info(
-                "context_adjusted",
-                repaired=built.repaired,
-                dropped_rounds=built.dropped_rounds,
-                truncated=built.truncated,
-            )
+        correction = pending if decision == "correct" else None
+        messages, tokens = await _context(rt, turn, slice_, stored, correction)
         approved = pending if decision == "approve" else None
-        ending = await _iterate(
-            rt, turn, built.messages, built.tokens, stored[0].content, approved=approved
-        )
+        ending = await _iterate(rt, turn, messages, tokens, stored[0].content, approved=approved)
     except _TurnTimeout:
         await close_pending(rt, turn)
         seconds = rt.settings.turn_timeout
@@ -251,6 +246,42 @@ async def _run_guarded(
     else:
         turn.fsm.fire("reply")
     return ending
+
+
+async def _context(
+    rt: Runtime,
+    turn: TurnState,
+    slice_: ContextSlice,
+    stored: list[Item],
+    correction: PendingApproval | None,
+) -> tuple[list[dict[str, Any]], int]:
+    """The messages of the first model call and their tokens: history (folded when due),
+    then, just before the user's message, the memory note and the correction note."""
+    window = await _close_gap(rt, turn, slice_)
+    budget = rt.message_budget
+    remembered = await _memory_note(rt, turn, stored[0].content)
+    if remembered is not None:  # its room is taken from the history, not added on top
+        budget = max(256, budget - message_tokens(remembered))
+    built = build_messages(
+        ContextSlice(window.sticky, window.summary, [*window.window, *stored]),
+        system_prompt=rt.settings.instructions,
+        budget_tokens=budget,
+    )
+    notes = [remembered] if remembered is not None else []
+    if correction is not None:  # the person corrected a proposal (seed 004 §4.3)
+        notes.append({"role": "system", "content": correction_note(correction)})
+    for note in notes:
+        built.messages.insert(len(built.messages) - 1, note)
+        built.tokens += message_tokens(note)
+    turn.state.token_estimate = built.tokens
+    if built.repaired or built.dropped_rounds or built.truncated:
+        log.info(
+            "context_adjusted",
+            repaired=built.repaired,
+            dropped_rounds=built.dropped_rounds,
+            truncated=built.truncated,
+        )
+    return built.messages, built.tokens
 
 
 async def _iterate(
@@ -375,15 +406,30 @@ async def _tool_step(
     Calls that need a person's approval are not run (unless ``approved``): they get an
     ``approval_pending`` result and ``turn.proposal`` holds them.
     """
+    tm = turn.memory
+    if tm is not None and not approved:  # approved calls run exactly as the person saw them
+        from hermes.agent import memory_step
+
+        response = memory_step.fill_response(rt.tools, tm, response)
     calls = response.tool_calls
     turn.fsm.fire("call_tools")
-    await turn.append(rt.store, assistant_items(response, turn.trace_id))
+    call_meta = tm.call_meta() if tm is not None and tm.filled else None
+    await turn.append(rt.store, assistant_items(response, turn.trace_id, call_meta))
     turn.pending_calls = [(tc.id, tc.name) for tc in calls]
     call_message = assistant_message(response)
     messages.append(call_message)
     results, timed_out = await run_with_proposals(rt, turn, calls, ctx, approved=approved)
+    if tm is not None:
+        from hermes.agent import memory_step
+
+        memory_step.observe(tm, calls, results)
     items, tool_messages = result_items(
-        calls, results, steps, turn.trace_id, rt.settings.max_output_chars
+        calls,
+        results,
+        steps,
+        turn.trace_id,
+        rt.settings.max_output_chars,
+        notes=tm.result_notes() if tm is not None and tm.filled else None,
     )
     turn.fsm.fire("tools_done")
     await turn.append(rt.store, items)
@@ -404,6 +450,24 @@ async def _tool_step(
     if timed_out:
         raise _TurnTimeout
     return [call_message, *tool_messages]
+
+
+async def _memory_note(rt: Runtime, turn: TurnState, text: str) -> dict[str, Any] | None:
+    """Working memory and recall for this turn (``turn.memory``); the system message to put
+    before the user's message, or None."""
+    if rt.memory is None:
+        return None
+    # Imported here, on first use: an agent without memory never loads the memory package
+    # (start-up time; the turn-overhead benchmark).
+    from hermes.agent import memory_step
+
+    try:
+        rt.memory.start()  # scheduled upkeep, from the first turn on
+        turn.memory, note = await memory_step.begin(rt.memory, turn, text, rt.tools.names())
+    except Exception as exc:  # noqa: BLE001 - memory is a help: the turn goes on without it
+        log.error("memory_failed", error_type=type(exc).__name__, error=str(exc)[:300])
+        return None
+    return None if note is None else {"role": "system", "content": note}
 
 
 async def _close_gap(rt: Runtime, turn: TurnState, slice_: ContextSlice) -> ContextSlice:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.agent.approvals import PendingApproval
 from hermes.agent.events import AgentEvent
@@ -18,6 +18,10 @@ from hermes.session.summary import Summarizer
 from hermes.tools.permissions import Authorizer
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.toolsets import ToolsetIndex
+
+if TYPE_CHECKING:  # the memory package loads only for agents that have a memory
+    from hermes.agent.memory_step import TurnMemory
+    from hermes.memory.facade import Memory
 
 
 @dataclass(slots=True)
@@ -52,6 +56,8 @@ class Runtime:
     toolset_limit: int = 20
     #: What every tool call gets in ``ToolContext.extras`` (http_allow, idempotency_path, …).
     extras: dict[str, Any] = field(default_factory=dict)
+    #: Working memory, recall, arguments from memory, learning (issue 5); None: all off.
+    memory: Memory | None = None
 
     def offer(self, user_id: str | None, message: str) -> list[ToolSpec]:
         """The tools offered to the model for this message and user (seed 001 §6.3; issue 3
@@ -98,6 +104,8 @@ class TurnState:
     pending_calls: list[tuple[str, str]] = field(default_factory=list)
     #: The calls this turn proposed for a person's approval (asked at the end of the turn).
     proposal: PendingApproval | None = None
+    #: This turn's memory (``Runtime.memory`` set): working memory, recalled memories, fills.
+    memory: TurnMemory | None = None
 
     def snapshot(self) -> SessionState:
         """A copy of the state to store (the scratch dict keeps changing during the turn)."""

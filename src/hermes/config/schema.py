@@ -311,7 +311,7 @@ class MemoryConfig(_Section):
     demote_after_days: float = Field(default=90, gt=0)
     delete_after_days: float = Field(default=180, gt=0)
 
-    @field_validator("semantic", mode="before")
+    @field_validator("semantic", "extraction", mode="before")
     @classmethod
     def _yaml_off(cls, value: Any) -> Any:
         # YAML 1.1 reads a bare ``off`` as false (and ``on`` as true).

@@ -3,6 +3,11 @@
 Adding a built-in is adding one module to this package: every ``@tool`` function defined in a
 public module (name without a leading underscore) is collected, in module-name order. Two
 built-ins with one name are a programming error and fail at import.
+
+Being a built-in makes a tool available by name, not offered: an Agent offers only the tools it
+is given (``calculator`` and ``current_time`` by default). The memory tools (``remember``,
+``recall_memories``, ``forget_memory`` in ``memory_tools``) are added by the agent itself when
+it has a long-term memory (``Agent(memory=...)``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,228 @@
+"""Memory in a turn (issue 5 §4–§7): working memory, recall, arguments from memory, learning.
+
+Only agents with a :class:`~hermes.memory.facade.Memory` come here (the turn imports this
+module on first use, so a plain agent never loads the memory package). In the order of a turn:
+
+1. :func:`begin` — the session's working memory is read from ``SessionState.scratch``
+   (:data:`WORKING_MEMORY_KEY`; the rule brain's own keys are ``pending``, ``inflight``,
+   ``last_intent``, ``last_result``, ``last_expression`` and ``brain_calls``); a follow-up
+   such as "再跑一下这个数据" is resolved against it *before* the new message is observed; with
+   a user id and a long-term store, and only when the gate (``needs_memory``) passes, the
+   user's memories are recalled — never another user's, bounded by ``recall_timeout``. All of
+   it becomes ONE system message placed just before the user's message (the recall block
+   tells the model the items may not apply).
+2. :func:`fill_response` — a call missing required arguments is completed from working memory,
+   then from this turn's recalled memories (``fill_missing``: explicit arguments are never
+   overridden); the stored call item carries the provenance in ``meta.filled_from_memory`` and
+   the tool message a ``memory_note`` the model can pass on to the user.
+3. :func:`observe` — each finished call goes into working memory.
+4. :func:`finish` — working memory is saved back into the scratch (stored with the reply);
+   :func:`learn_later` then writes memories from the user's own text (and habits) in the
+   background, so the reply never waits for it.
+
+Memory never fails a turn: every failure here is logged and the turn goes on without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes.agent.turn_state import TurnState
+from hermes.errors import HermesError
+from hermes.memory.facade import Memory
+from hermes.memory.params import FilledArgument, describe_filled, fill_missing
+from hermes.memory.recall import RecallResult, needs_memory, recall
+from hermes.memory.records import MemoryHit
+from hermes.memory.working import Reference, WorkingMemory
+from hermes.models.base import ModelResponse, ToolCall
+from hermes.models.brain.phrases import Lang
+from hermes.observe import get_logger
+from hermes.tools.base import ToolResult
+from hermes.tools.builtin.memory_tools import MEMORY_TOOLS
+from hermes.tools.registry import ToolRegistry
+
+__all__ = [
+    "WORKING_MEMORY_KEY",
+    "TurnMemory",
+    "begin",
+    "fill_response",
+    "finish",
+    "learn_later",
+    "observe",
+]
+
+log = get_logger("agent")
+
+#: Where a session's working memory lives in ``SessionState.scratch``.
+WORKING_MEMORY_KEY = "working_memory"
+
+
+@dataclass(slots=True)
+class TurnMemory:
+    """What memory holds for one turn."""
+
+    memory: Memory
+    working: WorkingMemory
+    lang: Lang
+    #: This turn's recalled long-term memories (best first): the only ones used to fill calls.
+    recalled: tuple[MemoryHit, ...] = ()
+    #: Call id → the arguments memory filled in.
+    filled: dict[str, list[FilledArgument]] = field(default_factory=dict)
+
+    def call_meta(self) -> dict[str, dict[str, Any]]:
+        """Call id → what its stored ``tool_call`` item's meta gets."""
+        return {
+            call_id: {"filled_from_memory": [f.to_dict() for f in filled]}
+            for call_id, filled in self.filled.items()
+        }
+
+    def result_notes(self) -> dict[str, str]:
+        """Call id → the note its tool message carries (the model tells the user)."""
+        notes = {}
+        for call_id, filled in self.filled.items():
+            names = ", ".join(f"{f.name}={f.value}" for f in filled)
+            notes[call_id] = (
+                f"arguments filled from memory (tell the user): {names} — "
+                f"{describe_filled(filled, self.lang)}"
+            )
+        return notes
+
+
+async def begin(
+    memory: Memory, turn: TurnState, text: str, tool_names: Sequence[str]
+) -> tuple[TurnMemory, str | None]:
+    """This turn's memory and the system note to inject before the user's message (or None)."""
+    lang: Lang = "zh" if turn.chinese else "en"
+    working = WorkingMemory.from_dict(turn.state.scratch.get(WORKING_MEMORY_KEY))
+    parts: list[str] = []
+    try:
+        reference = working.resolve(text)
+        rendered = working.render(lang=lang)
+        working.observe_user(text, now=memory.now())
+    except Exception as exc:  # noqa: BLE001 - working memory is a help, never a reason to fail
+        log.error("working_memory_failed", error_type=type(exc).__name__, error=str(exc)[:200])
+    else:
+        if rendered:
+            parts.append(rendered)
+        if reference is not None:
+            parts.append(_reference_line(reference, lang))
+    tm = TurnMemory(memory, working, lang)
+    found = await _recall(memory, turn, text, tool_names)
+    if found is not None:
+        tm.recalled = found.hits
+        if found.block:
+            parts.append(found.block)
+    return tm, "\n\n".join(parts) or None
+
+
+def _reference_line(reference: Reference, lang: Lang) -> str:
+    line = reference.describe(lang)
+    request = reference.call.request if reference.call is not None else None
+    if request:
+        line += f"（原请求：{request}）" if lang == "zh" else f" (asked as: {request})"
+    return line
+
+
+async def _recall(
+    memory: Memory, turn: TurnState, text: str, tool_names: Sequence[str]
+) -> RecallResult | None:
+    """The user's recalled memories, or None (no user, no store, the gate said no, failure)."""
+    store, user_id = memory.store, turn.user_id
+    if store is None or user_id is None or not needs_memory(text, tool_names=tool_names):
+        return None
+    loop = asyncio.get_running_loop()
+    deadline = min(loop.time() + memory.recall_timeout, turn.deadline)
+    try:
+        async with asyncio.timeout_at(deadline):
+            # Only the turn's own user: recall is scoped to them in SQL and checked again.
+            return await recall(store, user_id, text, policy=memory.policy, tool_names=tool_names)
+    except TimeoutError:
+        log.warning("memory_recall_timeout", timeout_s=memory.recall_timeout)
+    except HermesError as exc:
+        log.error("memory_recall_failed", error_type=exc.code, error=exc.message[:300])
+    except Exception as exc:  # noqa: BLE001 - a turn goes on without memories, never fails
+        log.error("memory_recall_failed", error_type=type(exc).__name__, error=str(exc)[:300])
+    return None
+
+
+def fill_response(registry: ToolRegistry, tm: TurnMemory, response: ModelResponse) -> ModelResponse:
+    """``response`` with its calls' missing required arguments filled from memory (a new
+    response when anything was filled; the calls are new objects, the model's are kept)."""
+    if not tm.memory.fill_arguments:
+        return response
+    calls = [_fill_one(registry, tm, tc) for tc in response.tool_calls]
+    if all(new is old for new, old in zip(calls, response.tool_calls, strict=True)):
+        return response
+    return dataclasses.replace(response, tool_calls=calls)
+
+
+def _fill_one(registry: ToolRegistry, tm: TurnMemory, tc: ToolCall) -> ToolCall:
+    tool = registry.get(tc.name)
+    if tool is None or tc.arguments_error is not None or not isinstance(tc.arguments, dict):
+        return tc
+    required = tool.parameters.get("required")
+    if not isinstance(required, list) or all(name in tc.arguments for name in required):
+        return tc  # the common case: nothing is missing
+    try:
+        arguments, filled = fill_missing(
+            tool.parameters,
+            tc.arguments,
+            working=tm.working,
+            recalled=tm.recalled,
+            tool_name=tc.name,
+        )
+    except Exception as exc:  # noqa: BLE001 - the call goes on as the model made it
+        log.error("memory_fill_failed", tool=tc.name, error_type=type(exc).__name__)
+        return tc
+    if not filled:
+        return tc
+    tm.filled[tc.id] = filled
+    return ToolCall(tc.id, tc.name, arguments)
+
+
+def observe(tm: TurnMemory, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> None:
+    """Put each finished call into working memory."""
+    now = tm.memory.now()
+    for tc, result in zip(calls, results, strict=True):
+        try:
+            tm.working.observe_tool_call(
+                tc.name,
+                tc.arguments,
+                ok=result.ok,
+                now=now,
+                output=result.output,
+                summary=result.summary,
+                error_type=None if result.error is None else result.error.type,
+            )
+        except Exception as exc:  # noqa: BLE001 - working memory is a help, never a failure
+            log.error("working_memory_failed", error_type=type(exc).__name__, error=str(exc)[:200])
+
+
+def finish(tm: TurnMemory, turn: TurnState) -> None:
+    """Save working memory into the session state (stored with the reply)."""
+    turn.state.scratch[WORKING_MEMORY_KEY] = tm.working.to_dict()
+
+
+def learn_later(tm: TurnMemory, turn: TurnState, text: str) -> None:
+    """Write memories from the user's own ``text`` (and habits) in the background."""
+    memory = tm.memory
+    if turn.user_id is None or memory.store is None:
+        return
+    if memory.extractor is None and not memory.habits:
+        return
+    calls = [(r.name, r.arguments, r.ok) for r in turn.records if r.name not in MEMORY_TOOLS]
+    memory.spawn(
+        memory.learn(
+            turn.user_id,
+            text,
+            session_id=turn.session_id,
+            calls=calls,
+            lang=tm.lang,
+            trace_id=turn.trace_id,
+        ),
+        what="learn",
+    )

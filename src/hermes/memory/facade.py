@@ -1,0 +1,445 @@
+"""The memory of one agent as one object (issue 5): what the turn loop and the memory tools use.
+
+::
+
+    memory = Memory.open(".hermes", semantic=False)     # .hermes/memory.db + .hermes/archive/
+    agent = Agent(model=..., store=".hermes/hermes.db", memory=memory)
+    ...
+    await agent.aclose()
+    await memory.aclose()                               # the caller's object: the caller closes
+
+:class:`Memory` bundles the long-term store (:class:`~hermes.memory.longterm.MemoryStore`), the
+tool-call tiers (:class:`~hermes.memory.tiers.ToolMemory`: L1/L2/L3 and ``cache_ttl`` reuse),
+the extractor that turns what the user said into memories, the recall policy and the switches
+(argument filling, implicit habits). Either store may be ``None``: that part is then off.
+
+**Background work** (:meth:`Memory.spawn`): learning from a turn (extraction, habits) and
+recording tool calls run as tasks the facade tracks, so a reply never waits for them. Their
+errors are logged, never raised. :meth:`Memory.drain` waits for them (tests, shutdown);
+:meth:`Memory.aclose` drains with a bound, cancels what is left, then closes the stores. Work
+still pending when the process dies is lost (see ``hermes.tools.executor`` for the window).
+
+**Habits** (``habits=True``; issue 5 §5 (c), off by default): one
+:class:`~hermes.memory.habits.HabitCounter` per user, kept as JSON in a ``memory_habits``
+table of the same ``memory.db`` (a user's habits span sessions, so not the session scratch),
+created on first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from hermes.errors import HermesError, StoreError
+from hermes.memory.embed import Embedder
+from hermes.memory.extract import (
+    DEFAULT_THRESHOLD,
+    Extractor,
+    MemoryCandidate,
+    ModelExtractor,
+    RuleExtractor,
+)
+from hermes.memory.habits import HabitCounter
+from hermes.memory.longterm import MemoryStore
+from hermes.memory.recall import DEFAULT_POLICY, RecallPolicy
+from hermes.memory.records import MemoryRecord
+from hermes.memory.tiers import ToolMemory
+from hermes.models.brain.phrases import Lang
+from hermes.observe import get_logger
+from hermes.sqlite_support import SQLiteWorker, is_busy
+
+if TYPE_CHECKING:
+    from hermes.memory.upkeep import UpkeepPolicy
+
+__all__ = ["MEMORY_KEY", "Memory", "TurnCall"]
+
+log = get_logger("memory")
+
+#: ``ToolContext.extras`` key under which tools (``remember`` …) find the agent's Memory
+#: (``hermes.tools.builtin.memory_tools.MEMORY_KEY`` reads the same string).
+MEMORY_KEY = "memory"
+
+#: ``(tool name, arguments, ok)`` of one call a turn made.
+TurnCall = tuple[str, Mapping[str, Any], bool]
+
+
+def _local_now() -> datetime:
+    return datetime.now().astimezone()
+
+
+class Memory:
+    """Long-term memories + tool-call tiers + the knobs of recall, extraction and filling.
+
+    ``threshold``: candidates from the extractor (and habits) below this confidence are not
+    kept. ``recall_timeout``: seconds a turn waits for recall before going on without it.
+    ``offer_tools``: an agent given this memory offers ``remember``, ``recall_memories`` and
+    ``forget_memory`` (when there is a long-term store). ``upkeep_interval``: seconds between
+    scheduled upkeep runs (``hermes.memory.upkeep``, with ``upkeep_policy``) from the first
+    turn of an agent using this memory until :meth:`aclose` (``None``: never). ``clock`` gives
+    the user's local time (working memory pins "明天" with it; injectable for tests).
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore | None = None,
+        tools: ToolMemory | None = None,
+        *,
+        extractor: Extractor | None = None,
+        policy: RecallPolicy = DEFAULT_POLICY,
+        fill_arguments: bool = True,
+        habits: bool = False,
+        threshold: float = DEFAULT_THRESHOLD,
+        recall_timeout: float = 2.0,
+        offer_tools: bool = True,
+        upkeep_interval: float | None = None,
+        upkeep_policy: UpkeepPolicy | None = None,
+        clock: Callable[[], datetime] = _local_now,
+    ) -> None:
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold must be between 0 and 1, got {threshold}")
+        if recall_timeout <= 0:
+            raise ValueError(f"recall_timeout must be > 0, got {recall_timeout}")
+        if upkeep_interval is not None and upkeep_interval <= 0:
+            raise ValueError(f"upkeep_interval must be > 0, got {upkeep_interval}")
+        self.store = store
+        self.tools = tools
+        self.extractor = extractor
+        self.policy = policy
+        self.fill_arguments = fill_arguments
+        self.habits = habits
+        self.threshold = threshold
+        self.recall_timeout = recall_timeout
+        self.offer_tools = offer_tools
+        self.upkeep_interval = upkeep_interval
+        self.upkeep_policy = upkeep_policy
+        self.clock = clock
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+        self._habit_table: _HabitTable | None = None
+        self._habit_lock: asyncio.Lock | None = None
+        self._upkeep: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        return f"Memory(store={self.store!r}, tools={self.tools is not None})"
+
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike[str],
+        *,
+        semantic: bool | Embedder = True,
+        extractor: Literal["rules", "off"] | Extractor | None = "rules",
+        tool_index: bool = True,
+        long_term: bool = True,
+        **options: Any,
+    ) -> Memory:
+        """Both stores under ``directory``: ``memory.db`` (long-term memories and the L2
+        index) and ``archive/`` (L3). ``semantic``: ``True`` blends vector similarity into
+        recall when ``hermes[semantic]`` is installed, ``False`` keywords only, or an
+        :class:`~hermes.memory.embed.Embedder`. ``extractor``: ``"rules"`` (offline), an
+        extractor (e.g. ``ModelExtractor(model)``), or ``"off"``/``None``. Other keywords go
+        to :class:`Memory`. Raises ``StoreError`` for an unusable file.
+        """
+        root = Path(directory)
+        embedder: Embedder | Literal["auto"] | None
+        embedder = "auto" if semantic is True else None if semantic is False else semantic
+        chosen: Extractor | None
+        if extractor == "rules":
+            chosen = RuleExtractor(threshold=options.get("threshold", DEFAULT_THRESHOLD))
+        elif extractor == "off" or extractor is None:
+            chosen = None
+        else:
+            chosen = extractor
+        store = MemoryStore(root / "memory.db", embedder=embedder) if long_term else None
+        try:
+            tiers = ToolMemory.open(root) if tool_index else None
+        except BaseException:  # clean up, then re-raise unchanged
+            if store is not None:
+                store.close_sync()
+            raise
+        return cls(store, tiers, extractor=chosen, **options)
+
+    @property
+    def directory(self) -> Path | None:
+        """The directory of ``memory.db`` (``None`` without any file-backed store)."""
+        for worker in (self.store, None if self.tools is None else self.tools.index):
+            path = getattr(worker, "path", None)
+            if isinstance(path, str) and path != ":memory:":
+                return Path(path).parent
+        return None
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    # -- background work ------------------------------------------------------------------------
+    def spawn(self, work: Coroutine[Any, Any, Any], *, what: str) -> None:
+        """Run ``work`` in the background (errors logged, never raised); :meth:`drain` and
+        :meth:`aclose` wait for it. After :meth:`aclose` it is dropped (and logged)."""
+        if self._closed:
+            work.close()
+            log.warning("memory_work_dropped", what=what, reason="closed")
+            return
+        task = asyncio.ensure_future(_logged(work, what))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @property
+    def pending(self) -> int:
+        """How many background tasks are still running."""
+        return len(self._tasks)
+
+    async def drain(self, timeout: float | None = 10.0) -> bool:  # noqa: ASYNC109 - a bounded wait is the API
+        """Wait until the background work (including work it spawns) is done; ``False`` if
+        ``timeout`` seconds passed first (the work goes on)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while self._tasks:  # work may spawn more work: wait until none is left
+            left = None if deadline is None else max(0.0, deadline - loop.time())
+            _, not_done = await asyncio.wait(set(self._tasks), timeout=left)
+            if not_done:
+                return False
+        return True
+
+    def start(self) -> None:
+        """Start scheduled upkeep (once; needs a running loop). The agent calls it with its
+        first turn."""
+        if self._upkeep is None and self.upkeep_interval is not None and not self._closed:
+            self._upkeep = asyncio.ensure_future(self._upkeep_loop(self.upkeep_interval))
+
+    async def _upkeep_loop(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            if not await run_scheduled_upkeep(self):
+                return
+
+    async def aclose(self, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - a bounded wait is the API
+        """Wait up to ``timeout`` seconds for background work, cancel the rest, stop the
+        upkeep schedule and close both stores. Idempotent."""
+        if self._closed:
+            return
+        if self._upkeep is not None:
+            self._upkeep.cancel()
+            await asyncio.gather(self._upkeep, return_exceptions=True)
+        if not await self.drain(timeout):
+            log.warning("memory_work_cancelled", pending=len(self._tasks))
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._closed = True
+        for closer in (self.store, self.tools, self._habit_table):
+            if closer is not None:
+                try:
+                    await closer.close()
+                except StoreError as exc:
+                    log.error("memory_close_failed", error=exc.message)
+
+    def close_sync(self) -> None:
+        """Close the stores without an event loop (when building an agent failed)."""
+        self._closed = True
+        for closer in (self.store, self.tools, self._habit_table):
+            if closer is not None:
+                closer.close_sync()
+
+    # -- learning from a turn ---------------------------------------------------------------------
+    async def learn(
+        self,
+        user_id: str,
+        text: str,
+        *,
+        session_id: str | None = None,
+        calls: Sequence[TurnCall] = (),
+        lang: Lang = "zh",
+        trace_id: str = "",
+    ) -> list[MemoryRecord]:
+        """Write what one turn taught about ``user_id``: memories extracted from ``text`` (the
+        user's own message — never tool results) and, with ``habits``, behaviours of ``calls``
+        that became habits. Returns the memories written. Raises for a store failure (callers
+        in the background log it)."""
+        store = self.store
+        if store is None:
+            return []
+        now = self.now()
+        candidates: list[MemoryCandidate] = []
+        if self.extractor is not None:
+            if isinstance(self.extractor, ModelExtractor):
+                found = await self.extractor.extract(
+                    text, now=now, user_id=user_id, session_id=session_id or "", trace_id=trace_id
+                )
+            else:
+                found = await self.extractor.extract(text, now=now)
+            candidates.extend(found)
+        if self.habits and calls:
+            candidates.extend(await self._habits(user_id, calls, now, lang))
+        kept = [c for c in candidates if c.confidence >= self.threshold]
+        kept = [c for c in kept if await self.existing(user_id, c.content) is None]
+        if not kept:
+            return []
+        records = await store.add_many(
+            user_id, [c.to_draft(source_session=session_id) for c in kept]
+        )
+        new_ids = {record.id for record in records}
+        for candidate, record in zip(kept, records, strict=True):
+            if candidate.supersedes_hint:
+                await self._supersede(store, record, candidate.supersedes_hint, new_ids)
+        log.info("memories_written", count=len(records), kinds=[r.kind for r in records])
+        return records
+
+    async def existing(self, user_id: str, content: str) -> MemoryRecord | None:
+        """The user's active memory with exactly this content, if any (no duplicates are
+        written: the same preference said twice is one memory)."""
+        if self.store is None:
+            return None
+        hits = await self.store.search(user_id, content, limit=3, mode="keyword")
+        return next((hit.record for hit in hits if hit.record.content == content), None)
+
+    @staticmethod
+    async def _supersede(
+        store: MemoryStore, record: MemoryRecord, hint: str, new_ids: set[str]
+    ) -> None:
+        """ "My city is now B" over "my city is A" (issue 5 §8). Only the unambiguous case is
+        settled here: exactly one older active memory of the same kind that has the same topic,
+        or whose text contains the old value the user named ("I no longer like coffee" →
+        "The user likes coffee."), is marked superseded by ``record`` (kept as history). A
+        keyword match alone is not enough ("喜欢喝茶" also matches "喜欢看电影"): anything less
+        certain is left to the upkeep job, which compares memories by subject."""
+        query = " ".join(part for part in (hint, record.topic or "") if part)
+        hits = await store.search(record.user_id, query, limit=5, mode="keyword")
+        named = hint.casefold()
+        older = [
+            hit.record
+            for hit in hits
+            if hit.record.id not in new_ids
+            and hit.record.kind == record.kind
+            and (
+                (bool(hit.record.topic) and hit.record.topic == record.topic)
+                or named in hit.record.content.casefold()
+            )
+        ]
+        if len(older) != 1:
+            if older:
+                log.info("memory_supersede_ambiguous", candidates=len(older), new=record.id)
+            return
+        await store.supersede(record.user_id, older[0].id, record.id)
+        log.info("memory_superseded", old=older[0].id, new=record.id)
+
+    async def _habits(
+        self, user_id: str, calls: Sequence[TurnCall], now: datetime, lang: Lang
+    ) -> list[MemoryCandidate]:
+        if self._habit_lock is None:
+            self._habit_lock = asyncio.Lock()
+        async with self._habit_lock:  # one read-modify-write of a user's counters at a time
+            table = await self._habits_table()
+            if table is None:
+                return []
+            counter = HabitCounter.from_dict(
+                await table.load(user_id), user_id=user_id, enabled=True
+            )
+            found: list[MemoryCandidate] = []
+            for name, arguments, ok in calls:
+                if ok:
+                    found.extend(counter.observe_tool_call(name, arguments, now=now, lang=lang))
+            await table.save(user_id, counter.to_dict())
+        return found
+
+    async def _habits_table(self) -> _HabitTable | None:
+        if self._habit_table is None:
+            directory = self.directory
+            if directory is None:
+                return None
+            # Opening blocks (it creates the table): off the event loop.
+            self._habit_table = await asyncio.to_thread(_HabitTable, directory / "memory.db")
+        return self._habit_table
+
+
+async def _logged(work: Coroutine[Any, Any, Any], what: str) -> None:
+    started = time.perf_counter()
+    try:
+        await work
+    except HermesError as exc:
+        log.error("memory_work_failed", what=what, error_type=exc.code, error=exc.message[:300])
+    except Exception as exc:  # noqa: BLE001 - background memory work must never reach a turn
+        log.error(
+            "memory_work_failed", what=what, error_type=type(exc).__name__, error=str(exc)[:300]
+        )
+    else:
+        log.debug(
+            "memory_work_done", what=what, cost_ms=round((time.perf_counter() - started) * 1000, 3)
+        )
+
+
+async def run_scheduled_upkeep(memory: Memory) -> bool:
+    """One scheduled upkeep run (``hermes.memory.upkeep.run_upkeep`` over every user, with
+    ``memory.upkeep_policy``); ``False`` when there is no long-term store (the schedule stops).
+    A failed run is logged and retried at the next interval."""
+    if memory.store is None:
+        return False
+    from hermes.memory.upkeep import run_upkeep  # loaded only where upkeep runs
+
+    try:
+        await run_upkeep(memory.store, policy=memory.upkeep_policy)
+    except HermesError as exc:
+        log.error("memory_upkeep_failed", error_type=exc.code, error=exc.message[:300])
+    except Exception as exc:  # noqa: BLE001 - a failed run is retried at the next interval
+        log.error("memory_upkeep_failed", error_type=type(exc).__name__, error=str(exc)[:300])
+    return True
+
+
+# -- habit counters --------------------------------------------------------------------------------
+
+_HABITS_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS memory_habits "
+    "(user_id TEXT PRIMARY KEY, data TEXT NOT NULL, updated_at REAL NOT NULL) WITHOUT ROWID"
+)
+
+
+class _HabitTable(SQLiteWorker):
+    """One JSON document of habit counts per user, in ``memory.db``."""
+
+    kind = "memory habits table"
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(str(path), 5.0, thread_name="hermes-habits")
+        self._open_now()
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        conn.execute(_HABITS_SCHEMA)
+
+    def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
+        reason = "locked" if is_busy(exc) else str(exc)
+        return StoreError(
+            f"{action} failed on the habits table of {self.path}: {reason}", path=self.path
+        )
+
+    async def load(self, user_id: str) -> Any:
+        row = await self._run("load", _load_habits, user_id)
+        if row is None:
+            return None
+        try:
+            return json.loads(row)
+        except ValueError:
+            log.warning("habits_unreadable")
+            return None
+
+    async def save(self, user_id: str, data: Mapping[str, Any]) -> None:
+        await self._run("save", _save_habits, user_id, json.dumps(data, ensure_ascii=False))
+
+
+def _load_habits(conn: sqlite3.Connection, user_id: str) -> str | None:
+    row = conn.execute("SELECT data FROM memory_habits WHERE user_id = ?", (user_id,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _save_habits(conn: sqlite3.Connection, user_id: str, data: str) -> None:
+    conn.execute(
+        "INSERT INTO memory_habits (user_id, data, updated_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (user_id) DO UPDATE SET data = excluded.data, "
+        "updated_at = excluded.updated_at",
+        (user_id, data, time.time()),
+    )

@@ -1,0 +1,141 @@
+"""Long-term memory tools: ``remember``, ``recall_memories``, ``forget_memory`` (issue 5 §5 (b)).
+
+They work on the agent's :class:`hermes.memory.facade.Memory`, found in
+``ToolContext.extras["memory"]`` (:data:`MEMORY_KEY`), and always for ``ctx.user_id`` only —
+a call without a user, or on an agent without memory, is refused with a clear message. An
+agent given a memory offers them by itself (``Agent(memory=...)``); they are not among the
+default built-ins, since without a memory they could only refuse.
+
+The memory modules are imported on first use: built-in discovery imports every module of this
+package, and an agent without memory should not pay for them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from hermes.errors import HermesError, InvalidInputError
+from hermes.tools.base import ToolContext, ToolResult
+from hermes.tools.decorator import tool
+
+if TYPE_CHECKING:
+    from hermes.memory.facade import Memory
+    from hermes.memory.longterm import MemoryStore
+
+__all__ = ["MEMORY_KEY", "MEMORY_TOOLS", "forget_memory", "recall_memories", "remember"]
+
+#: The ``ToolContext.extras`` key of the agent's Memory (= ``hermes.memory.facade.MEMORY_KEY``;
+#: kept here as a plain string so that importing the built-ins stays light).
+MEMORY_KEY = "memory"
+#: The tools an agent with a long-term memory offers.
+MEMORY_TOOLS = ("remember", "recall_memories", "forget_memory")
+
+MemoryKindName = Literal["preference", "fact", "habit", "event"]
+
+
+def _refusal(ctx: ToolContext) -> tuple[Memory, MemoryStore, str] | ToolResult:
+    """The memory, its store and the user, or the failure that explains what is missing."""
+    memory: Memory | None = ctx.extras.get(MEMORY_KEY)
+    store = None if memory is None else memory.store
+    if memory is None or store is None:
+        return ToolResult.failure(
+            "memory_unavailable",
+            "long-term memory is not configured for this agent / 此智能体未启用长期记忆",
+        )
+    user = ctx.user_id
+    if not isinstance(user, str) or not user.strip():
+        return ToolResult.failure(
+            "user_required",
+            "memories belong to a user, and this call has no user id / 记忆功能需要用户身份",
+        )
+    return memory, store, user
+
+
+def _failed(exc: HermesError) -> ToolResult:
+    kind = "invalid_arguments" if isinstance(exc, InvalidInputError) else exc.code
+    return ToolResult.failure(kind, exc.message)
+
+
+@tool(timeout=10.0, toolset="memory", parallel_safe=False)
+async def remember(
+    content: str,
+    kind: MemoryKindName = "fact",
+    sensitive: bool = False,
+    *,
+    ctx: ToolContext,
+) -> dict[str, Any] | ToolResult:
+    """Save a long-term memory about the current user, to be recalled in later conversations.
+
+    Use it when the user asks you to remember something, or states a lasting preference or
+    fact about themselves. Write one standalone sentence (e.g. "用户喜欢喝美式咖啡。").
+
+    Args:
+        content: The memory, one sentence (at most 2000 characters).
+        kind: preference, fact, habit or event.
+        sensitive: True for health, finances, credentials, contact details and the like.
+    """
+    found = _refusal(ctx)
+    if isinstance(found, ToolResult):
+        return found
+    memory, store, user = found
+    try:
+        existing = await memory.existing(user, content.strip())
+        if existing is not None:
+            record = existing
+            note = "already remembered / 已经记住了"
+        else:
+            record = await store.add(
+                user,
+                content,
+                kind=kind,
+                sensitive=sensitive,
+                source_session=ctx.session_id or None,
+                explicit=True,  # asked for: never demoted or deleted for disuse
+            )
+            note = "remembered / 已记住"
+    except HermesError as exc:
+        return _failed(exc)
+    return {"id": record.id, "content": record.content, "kind": record.kind, "summary": note}
+
+
+@tool(timeout=10.0, toolset="memory")
+async def recall_memories(query: str, *, ctx: ToolContext) -> dict[str, Any] | ToolResult:
+    """Search the current user's long-term memories (at most 5, best first).
+
+    Args:
+        query: What to look for, e.g. "咖啡" or "where does the user live".
+    """
+    found = _refusal(ctx)
+    if isinstance(found, ToolResult):
+        return found
+    memory, store, user = found
+    from hermes.memory.recall import recall
+
+    try:
+        result = await recall(store, user, query, policy=memory.policy, force=True)
+    except HermesError as exc:
+        return _failed(exc)
+    hits = [hit.to_dict() for hit in result.hits]
+    return {"memories": hits, "summary": f"{len(hits)} memories / 找到 {len(hits)} 条记忆"}
+
+
+@tool(timeout=10.0, toolset="memory", parallel_safe=False)
+async def forget_memory(memory_id: str, *, ctx: ToolContext) -> dict[str, Any] | ToolResult:
+    """Delete one of the current user's long-term memories.
+
+    Args:
+        memory_id: The id of the memory (as given by recall_memories or remember).
+    """
+    found = _refusal(ctx)
+    if isinstance(found, ToolResult):
+        return found
+    _, store, user = found
+    try:
+        deleted = await store.forget(user, memory_id)
+    except HermesError as exc:
+        return _failed(exc)
+    if not deleted:
+        return ToolResult.failure(
+            "not_found", f"no memory {memory_id!r} for this user / 找不到这条记忆"
+        )
+    return {"id": memory_id, "deleted": True, "summary": "forgotten / 已删除"}
