@@ -33,7 +33,9 @@ from typing import Any
 
 from hermes.agent.turn_state import TurnState
 from hermes.errors import HermesError
+from hermes.memory.extract import extract_candidates
 from hermes.memory.facade import Memory
+from hermes.memory.notes import SAVED_HEADER
 from hermes.memory.params import FilledArgument, describe_filled, fill_missing
 from hermes.memory.recall import RecallResult, needs_memory, recall
 from hermes.memory.records import MemoryHit
@@ -116,7 +118,21 @@ async def begin(
         tm.recalled = found.hits
         if found.block:
             parts.append(found.block)
+    saved = _saved_note(memory, turn, text)
+    if saved is not None:
+        parts.append(saved)
     return tm, "\n\n".join(parts) or None
+
+
+def _saved_note(memory: Memory, turn: TurnState, text: str) -> str | None:
+    """What an explicit "记住…" / "remember that…" will save after this turn, so the model
+    (the offline brain too) can acknowledge it honestly — only when it will be saved."""
+    if turn.user_id is None or memory.store is None or memory.extractor is None:
+        return None
+    asked = [c.content for c in extract_candidates(text) if c.explicit]
+    if not asked:
+        return None
+    return "\n".join([SAVED_HEADER, *(f"- {content}" for content in asked)])
 
 
 def _reference_line(reference: Reference, lang: Lang) -> str:

@@ -39,6 +39,7 @@ from typing import Literal
 
 from hermes.memory.keywords import query_tokens
 from hermes.memory.longterm import MemoryStore
+from hermes.memory.notes import BLOCK_HEADER
 from hermes.memory.records import MemoryHit, MemoryKind, SearchFilter
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
@@ -47,11 +48,6 @@ log = get_logger("memory")
 
 RecallMode = Literal["skipped", "keyword", "hybrid"]
 
-#: The first line of the injected block (English for every user: it instructs the model).
-BLOCK_HEADER = (
-    "Things you may remember about this user (may be outdated or irrelevant; use only if they "
-    "help; what the user says in this conversation takes precedence):"
-)
 _ITEM_CHARS = 400
 _DAY = 86_400.0
 

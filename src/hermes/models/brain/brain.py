@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hermes.memory.notes import BLOCK_HEADER, SAVED_HEADER, note_items
 from hermes.models.base import ModelRequest, ModelResponse, ToolCall, ToolSpec
 from hermes.models.brain import phrases
 from hermes.models.brain.extractors import SlotInput
@@ -95,7 +96,7 @@ class RuleBrain:
             if matched is not None and matched[0] is pending_intent:
                 return self._run(matched, text, request, lang, carried=pending["slots"])
         if matched is None:
-            return self._fallback(request, lang)
+            return _memory_reply(request.messages, text, lang) or self._fallback(request, lang)
         return self._run(matched, text, request, lang)
 
     def _match(self, text: str) -> tuple[Intent, re.Match[str]] | None:
@@ -305,6 +306,34 @@ def _text(content: str, **meta: Any) -> ModelResponse:
     return ModelResponse(
         content=content, finish_reason="stop", model_name="offline-brain", meta=meta
     )
+
+
+def _memory_reply(messages: Sequence[Any], text: str, lang: Lang) -> ModelResponse | None:
+    """An answer from the turn's memory note (``hermes.memory.notes``), when there is one: an
+    acknowledgement of what an explicit "记住…" saves, or — for a question — what was recalled.
+    The brain only repeats what memory gave it; with memory off there is no note."""
+    note = next(
+        (
+            _content_text(m.get("content"))
+            for m in reversed(messages)
+            if isinstance(m, dict) and m.get("role") == "system"
+        ),
+        "",
+    )
+    saved = note_items(note, SAVED_HEADER)
+    if saved:
+        items = "；".join(saved) if lang == "zh" else "; ".join(saved)
+        return _text(phrases.MEMORY_SAVED[lang].format(items=items), intent="memory_saved")
+    recalled = note_items(note, BLOCK_HEADER)
+    if recalled and _QUESTION.search(text):
+        lines = "\n".join(f"- {item}" for item in recalled)
+        return _text(phrases.MEMORY_RECALLED[lang].format(items=lines), intent="memory_recalled")
+    return None
+
+
+_QUESTION = re.compile(
+    r"[?？]|吗|什么|哪|谁|多少|几|记得|(?i:\b(?:what|where|who|which|when|how|do you remember)\b)"
+)
 
 
 def _next_call_id(scratch: dict[str, Any]) -> str:

@@ -86,6 +86,14 @@ FALLBACK: dict[Lang, str] = {
     "en": "Sorry, I didn't understand that. I'm the offline rule assistant; right now I can:\n"
     "{capabilities}\n{examples}",
 }
+MEMORY_SAVED: dict[Lang, str] = {
+    "zh": "好的，我记住了：{items}",
+    "en": "Got it, I'll remember: {items}",
+}
+MEMORY_RECALLED: dict[Lang, str] = {
+    "zh": "我记得这些（如果有变化，请告诉我）：\n{items}",
+    "en": "Here is what I remember (tell me if anything has changed):\n{items}",
+}
 EXAMPLES_PREFIX: dict[Lang, str] = {"zh": "你可以试试：", "en": "Try: "}
 EXAMPLE_QUOTES: dict[Lang, tuple[str, str, str]] = {
     "zh": ("「", "」", "、"),
