@@ -44,6 +44,8 @@ DEMO_SCRIPT: list[tuple[str, str]] = [
         "No weather service is configured: an honest answer, no invented data.",
     ),
     ("what is 2 to the power of 10?", "English works too."),
+    ("请记住我住在上海", "Memory: an explicit request is saved to this user's long-term memory."),
+    ("我住在哪里？", "Recall: scoped to this user, injected as background the model may use."),
 ]
 
 
@@ -197,6 +199,8 @@ async def _demo(agent: Agent) -> None:
             out.print(Text(f"# {comment}", style="dim"))
             out.print(Text.assemble(("you   ", "bold cyan"), " ", text))
             result = await _turn(agent, text, session_id, "demo-user")
+            if agent.memory is not None:
+                await agent.memory.drain()  # memories are written after the reply
             _print_reply(result)
             out.print(Text(f"       state={result.state} trace={result.trace_id[:8]}\n", "dim"))
         record = await agent.store.load_session(session_id)
