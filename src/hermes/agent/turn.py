@@ -300,7 +300,7 @@ async def _iterate(
         user_id=turn.user_id,
         trace_id=turn.trace_id,
         workspace=rt.settings.workspace,
-        extras=rt.tool_extras(),
+        extras=rt.tool_extras() | _memory_extras(rt, turn, text),
     )
     if approved is not None:
         # The person said yes: run the calls now, as new calls with fresh ids (each paired
@@ -438,7 +438,15 @@ async def _tool_step(
     for tc, result in zip(calls, results, strict=True):
         error_type = result.error.type if result.error else None
         turn.records.append(
-            ToolCallRecord(tc.name, tc.arguments, result.ok, tc.id, error_type, result.duration_ms)
+            ToolCallRecord(
+                tc.name,
+                tc.arguments,
+                result.ok,
+                tc.id,
+                error_type,
+                result.duration_ms,
+                filled_from_memory=None if tm is None else tm.filled_for(tc.id),
+            )
         )
         log.info(
             "tool_call",
@@ -463,11 +471,26 @@ async def _memory_note(rt: Runtime, turn: TurnState, text: str) -> dict[str, Any
 
     try:
         rt.memory.start()  # scheduled upkeep, from the first turn on
-        turn.memory, note = await memory_step.begin(rt.memory, turn, text, rt.tools.names())
+        turn.memory, note = await memory_step.begin(
+            rt.memory, turn, text, rt.tools.names(), budget_tokens=rt.message_budget
+        )
     except Exception as exc:  # noqa: BLE001 - memory is a help: the turn goes on without it
         log.error("memory_failed", error_type=type(exc).__name__, error=str(exc)[:300])
         return None
     return None if note is None else {"role": "system", "content": note}
+
+
+def _memory_extras(rt: Runtime, turn: TurnState, text: str) -> dict[str, Any]:
+    """What this turn's tool calls get from memory in ``ToolContext.extras``: whether the
+    user's own message asks for something to be remembered (the ``remember`` tool refuses
+    otherwise, so a tool result cannot talk the model into writing the user's memory)."""
+    if rt.memory is None:
+        return {}
+    from hermes.agent import memory_step  # first use only: see _memory_note
+
+    if turn.memory is not None:
+        return turn.memory.tool_extras()
+    return {memory_step.MEMORY_USER_ASKED_KEY: memory_step.user_asked_to_remember(text)}
 
 
 async def _close_gap(rt: Runtime, turn: TurnState, slice_: ContextSlice) -> ContextSlice:

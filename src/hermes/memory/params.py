@@ -19,6 +19,9 @@ Rules (seed 001 §6.2, "记忆只用来填空，不允许覆盖"):
 - A value must fit the property's schema (type, enum, format, pattern…; simple coercions
   such as ``"3"`` → 3 for an integer); one that does not is skipped, never forced.
 - Sensitive recalled memories are never used to fill arguments.
+- Facts found in tool *results* are never used: a value a fetched page or file contains is
+  untrusted data, not something the user chose (only what the user said, the arguments of
+  earlier successful calls and recalled memories fill arguments).
 
 Pure functions; nothing is stored. The executor's schema validation still runs afterwards.
 """
@@ -258,6 +261,11 @@ _KINDS: Final[list[tuple[frozenset[str], frozenset[str], re.Pattern[str], str]]]
         ("date day", "date", r"日期|\bdate\b", "date"),
     )
 ]  # fmt: skip
+# Facts that may fill an argument: what the user said and the arguments of earlier successful
+# calls. A value found in a tool's *result* (a web page, a file, an e-mail body) is untrusted
+# text: filling ``send_email(to=…)`` with an address a fetched page contains would let any
+# page choose where the user's mail goes.
+_TRUSTED_FACT_SOURCES: Final = frozenset(("user", "tool_call"))
 # A date argument that is one end of a range must not be filled with "the" date.
 _RANGE_WORDS = frozenset(("start", "end", "from", "to", "since", "until", "begin", "finish"))
 
@@ -289,6 +297,8 @@ def _from_working(
                     return FilledArgument(name, value, "working_call", call.tool, label)
     labels = _fact_labels(name, prop)
     for fact in working.facts:
+        if fact.source not in _TRUSTED_FACT_SOURCES:
+            continue  # text a tool fetched is data, never the user's choice (see below)
         if name_key(fact.label) == key or fact.label in labels:
             value = _fit(fact.value, prop)
             if value is not _NO_FIT:

@@ -56,6 +56,8 @@ MAX_VALUE_CHARS: Final = 200
 #: Arguments of a call whose JSON is longer are stored clipped (``LastCall.complete`` False).
 MAX_ARGUMENTS_CHARS: Final = 4000
 _SUMMARY_CHARS: Final = 160
+_MAX_FACTS: Final = 50
+_MAX_CALLS: Final = 20
 _REQUEST_CHARS: Final = 200
 _FACTS_PER_SOURCE: Final = 12
 _FORMAT_VERSION: Final = 1
@@ -476,12 +478,14 @@ class LastCall:
         )
 
     def signature(self, max_chars: int = 120) -> str:
-        """``tool(a="x", b=2)``, clipped to ``max_chars``."""
+        """``tool(a="x", b=2)``, clipped to ``max_chars``; ``tool(…)`` when the arguments read
+        like an instruction (the line is shown in a system message: see ``render``)."""
         args = ", ".join(
             f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
             for key, value in self.arguments.items()
         )
-        return _clip(f"{self.tool}({args})", max_chars)
+        args = "…" if looks_like_instruction(args) else args
+        return _clip(f"{self.tool[:60]}({args})", max_chars)
 
 
 @dataclass(frozen=True, slots=True)
@@ -504,10 +508,39 @@ class Reference:
         if self.kind == "repeat" and self.call is not None:
             target = self.call.signature()
         elif self.fact is not None:
-            target = _fact_text(self.fact)
+            target = _clip(_fact_text(self.fact), _FACT_LINE_CHARS)
         if lang == "zh":
             return f"「{self.phrase}」指的是：{target}"
         return f'"{self.phrase}" refers to: {target}'
+
+
+# Text that addresses the model rather than describing data: an injected "instruction" in a
+# tool's output. Kept broad on purpose: a withheld summary costs little, an obeyed one a lot.
+_INSTRUCTION = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:previous|prior|above|earlier|all|your)\b"
+    r"|\binstructions?\b|\b(?:system|developer|admin)\s*(?:prompt|message|note|override)\b"
+    r"|\bfrom\s+now\s+on\b|\byou\s+(?:must|should|are\s+now|will\s+now|have\s+to)\b"
+    r"|\b(?:reveal|disclose|exfiltrate|password|passphrase|api[\s_-]?key|secret)\b|^\s*(?:system"
+    r"|assistant|user)\s*:|\b(?:call|invoke|use)\s+(?:the\s+)?\w+(?:\s+tool\b|\s*\()|</?\s*system"
+    r"|忽略|无视|不要理会|指令|提示词|系统(?:消息|提示|通知)|从现在(?:起|开始)|你(?:必须|现在是|应该|要)"
+    r"|泄露|透露|密码|密钥|调用", re.IGNORECASE | re.MULTILINE,
+)  # fmt: skip
+_FACT_LINE_CHARS: Final = 120
+
+
+def looks_like_instruction(text: str) -> bool:
+    """Whether ``text`` (tool output) reads like an instruction to the model."""
+    return _INSTRUCTION.search(text[:MAX_SCAN_CHARS]) is not None
+
+
+def _call_line(call: LastCall, zh: bool) -> str:
+    """``- tool(args) → ok: summary`` with anything instruction-like withheld."""
+    summary = call.summary
+    if summary and looks_like_instruction(summary):
+        summary = "（输出未显示）" if zh else "(output not shown)"
+    outcome = ("成功" if call.ok else "失败") if zh else ("ok" if call.ok else "failed")
+    detail = (f"：{summary}" if zh else f": {summary}") if summary else ""
+    return f"- {call.signature()} → {outcome}{detail}"
 
 
 def _fact_text(fact: Fact) -> str:
@@ -592,7 +625,7 @@ class WorkingMemory:
     agent needs. ``now`` is always passed in, so tests and replays are deterministic.
     """
 
-    def __init__(self, *, max_facts: int = 50, max_calls: int = 20) -> None:
+    def __init__(self, *, max_facts: int = _MAX_FACTS, max_calls: int = _MAX_CALLS) -> None:
         if max_facts < 1 or max_calls < 1:
             raise ValueError("max_facts and max_calls must be at least 1")
         self.max_facts = max_facts
@@ -667,7 +700,9 @@ class WorkingMemory:
             tool=tool,
             arguments=args,
             ok=ok,
-            summary=_result_summary(summary, output) if ok else None,
+            # The tool's own summary only, never its output: fetched text (a page, a mail)
+            # is shown in a system message by render, where it must not pass for an instruction.
+            summary=(_clip(summary, _SUMMARY_CHARS) or None) if ok and summary else None,
             error_type=error_type,
             request=self._request,
             turn=self.turn,
@@ -797,6 +832,8 @@ class WorkingMemory:
 
         Calls come first (newest first), then facts the user gave or results produced (the
         arguments of the calls shown are not repeated). Lines that do not fit are left out.
+        It goes into a system message: a result is shown only as the tool's own summary and
+        its identifiers, clipped, and instruction-like text is withheld (tool output is data).
         """
         if not self._facts and not self._calls:
             return ""
@@ -809,18 +846,11 @@ class WorkingMemory:
         calls = self.calls[:max_calls]
         if calls:
             lines.append("最近的工具调用：" if zh else "Recent tool calls:")
-        for call in calls:
-            if zh:
-                outcome = "成功" if call.ok else "失败"
-                detail = f"：{call.summary}" if call.summary else ""
-            else:
-                outcome = "ok" if call.ok else "failed"
-                detail = f": {call.summary}" if call.summary else ""
-            lines.append(f"- {call.signature()} → {outcome}{detail}")
+        lines.extend(_call_line(call, zh) for call in calls)
         facts = [f for f in self.facts if f.source != "tool_call"]
         if facts:
             lines.append("关键信息：" if zh else "Key facts:")
-            lines.extend(f"- {_fact_text(fact)}" for fact in facts)
+            lines.extend(f"- {_clip(_fact_text(fact), _FACT_LINE_CHARS)}" for fact in facts)
         out: list[str] = []
         used = 0
         for line in lines:
@@ -854,24 +884,27 @@ class WorkingMemory:
             if data is not None:
                 log.warning("working_memory_unreadable", got=type(data).__name__)
             return cls()
+        # Stored limits are not trusted: 0 would make the constructor raise, 10**9 let a
+        # damaged entry grow without bound; they are clamped to [1, default].
         memory = cls(
-            max_facts=_positive_int(data.get("max_facts"), 50),
-            max_calls=_positive_int(data.get("max_calls"), 20),
+            max_facts=min(max(_positive_int(data.get("max_facts"), _MAX_FACTS), 1), _MAX_FACTS),
+            max_calls=min(max(_positive_int(data.get("max_calls"), _MAX_CALLS), 1), _MAX_CALLS),
         )
         memory.turn = _positive_int(data.get("turn"), 0)
-        memory._request = _opt_str(data.get("request"))
+        request = data.get("request")
+        memory._request = _clip(request, _REQUEST_CHARS) if isinstance(request, str) else None
         dropped = 0
         for raw in _list(data.get("facts")):
             try:
                 fact = Fact.from_dict(raw)
-            except (KeyError, TypeError, ValueError, AttributeError):
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
                 dropped += 1
                 continue
             memory._facts[(fact.label, json.dumps(fact.value, ensure_ascii=False))] = fact
         for raw in _list(data.get("calls")):
             try:
                 call = LastCall.from_dict(raw)
-            except (KeyError, TypeError, ValueError, AttributeError):
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
                 dropped += 1
                 continue
             memory._calls[call.tool] = call
@@ -923,25 +956,11 @@ def _clipped(values: dict[str, Any]) -> dict[str, Any]:
     """``values`` with long strings cut and structures elided, if over the size limit."""
     if len(json.dumps(values, ensure_ascii=False)) <= MAX_ARGUMENTS_CHARS:
         return values
+    kept = (int, float, bool, type(None))
     return {
-        key: _clip(value, MAX_VALUE_CHARS)
-        if isinstance(value, str)
-        else value
-        if isinstance(value, int | float | bool) or value is None
-        else "…"
-        for key, value in values.items()
+        k: _clip(v, MAX_VALUE_CHARS) if isinstance(v, str) else v if isinstance(v, kept) else "…"
+        for k, v in values.items()
     }
-
-
-def _result_summary(summary: str | None, output: Any) -> str | None:
-    if summary:
-        return _clip(summary, _SUMMARY_CHARS)
-    if output is None:
-        return None
-    text = (
-        output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
-    )
-    return _clip(text, _SUMMARY_CHARS) or None
 
 
 _ID_KEYS = ("id", "no", "number", "url", "link", "href", "path", "file", "filename")
@@ -954,14 +973,17 @@ def _result_facts(summary: str | None, output: Any, now: datetime) -> list[tuple
     if isinstance(output, Mapping):
         for key, value in list(output.items())[:50]:
             label = name_key(str(key))
-            if label.endswith(_ID_KEYS) and _is_fact_value(value) and not is_secret_key(str(key)):
-                facts.append((str(key), value, str(value)))
+            shown = _is_fact_value(value) and not looks_like_instruction(f"{key} {value}")
+            if label.endswith(_ID_KEYS) and shown and not is_secret_key(str(key)):
+                facts.append((str(key)[:MAX_VALUE_CHARS], value, str(value)))
     texts = [summary or ""]
     if isinstance(output, str):
         texts.append(output)
     elif output is not None and not facts:
         texts.append(json.dumps(output, ensure_ascii=False, default=str))
     for text in texts:
+        if looks_like_instruction(text):
+            continue  # an output that addresses the model is not a source of task facts
         for label, value, written in find_facts(text[:MAX_SCAN_CHARS], now):
             if label not in ("person", "organization"):  # names in data are too noisy
                 facts.append((label, value, written))
