@@ -140,7 +140,67 @@ def test_upkeep_export_and_forget(hermes: Hermes) -> None:
     one = ok_json(hermes("memory", "forget", "--user", "u1", ids[1], "--json"))
     assert one == {"user_id": "u1", "forgotten": 1}
     rest = ok_json(hermes("memory", "forget", "--user", "u1", "--all", "--yes", "--json"))
-    assert rest == {"user_id": "u1", "forgotten": 3}
+    assert rest == {"user_id": "u1", "forgotten": 3, "blobs": 0, "habits": 0}
+
+
+def test_add_twice_is_one_memory_and_bytes_that_are_not_utf8_are_refused(hermes: Hermes) -> None:
+    write_config(hermes.cwd, KEYWORDS_ONLY)
+    first = ok_json(hermes("memory", "add", "--user", "u1", "I like tea", "--json"))
+    again = ok_json(hermes("memory", "add", "--user", "u1", "  I like tea ", "--json"))
+    assert (first["created"], again["created"], again["id"]) == (True, False, first["id"])
+    shown = hermes("memory", "add", "--user", "u1", "I like tea")
+    assert shown.returncode == 0, shown
+    assert shown.stdout.strip() == first["id"]
+    assert "已经记住" in shown.stderr
+    # argv bytes that are not UTF-8 reach Python as lone surrogates ("caf\udcff")
+    bad = hermes("memory", "add", "--user", "u1", b"caf\xff", "--json")
+    assert "Unicode" in refused(bad, "invalid_input")
+    assert len(ok_json(hermes("memory", "list", "--user", "u1", "--json"))) == 1
+
+
+def test_forget_all_forgets_tool_records_and_upkeep_prunes_the_tiers(hermes: Hermes) -> None:
+    import asyncio
+
+    from hermes.memory.tiers import ToolMemory
+
+    class Outcome:
+        ok, summary, error, duration_ms, attempts, cached = True, None, None, 1.0, 1, False
+
+        def __init__(self, output: Any) -> None:
+            self.output = output
+
+    async def record(user: str, output: Any) -> str | None:
+        tools = ToolMemory.open(hermes.data_dir)
+        try:
+            key = tools.key("lookup", {"user": user}, user_id=user, session_id="s-cli-0001")
+            return (await tools.record_call(key, Outcome(output))).output_hash
+
+        finally:
+            await tools.close()
+
+    async def rows(user: str) -> int:
+        tools = ToolMemory.open(hermes.data_dir)
+        try:
+            return len((await tools.index.query(user_id=user, limit=100)).records)
+        finally:
+            await tools.close()
+
+    write_config(hermes.cwd, KEYWORDS_ONLY)
+    assert hermes("memory", "add", "--user", "u1", "I like tea").returncode == 0
+    mine = asyncio.run(record("u1", {"u1": "private"}))
+    asyncio.run(record("u2", {"u2": "theirs"}))
+    assert mine is not None
+    blob = hermes.data_dir / "archive" / mine[:2] / mine[2:4] / mine
+    assert blob.is_file()
+
+    done = ok_json(hermes("memory", "forget", "--user", "u1", "--all", "--yes", "--json"))
+    assert done == {"user_id": "u1", "forgotten": 1, "blobs": 1, "habits": 0}
+    assert not blob.exists()
+    assert (asyncio.run(rows("u1")), asyncio.run(rows("u2"))) == (0, 1)
+
+    report = ok_json(hermes("memory", "upkeep", "--json"))  # nothing old enough yet
+    assert report["tool_calls"] == {"blobs": 0, "temp_files": 0, "unreferenced_blobs": 0}
+    assert ok_json(hermes("memory", "upkeep", "--user", "u2", "--json"))["tool_calls"] == {}
 
 
 def test_hybrid_search_finds_an_english_memory_for_a_chinese_query(hermes: Hermes) -> None:

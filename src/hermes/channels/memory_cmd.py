@@ -23,8 +23,13 @@ works on the memories of ``--user`` only: another user's memory id is "not found
 - ``list`` shows the active memories (``--all``: with superseded and expired history);
   ``export`` prints every memory with its history as one JSON object ``{"version", "user_id",
   "exported_at", "count", "memories"}`` (an error there is JSON too).
+- ``add`` of a text the user already has as an active memory adds nothing and shows the
+  existing one (``"created": false`` under ``--json``).
+- ``forget --all --yes`` forgets everything about the user: memories, tool-call records (L2)
+  with the archived outputs (L3) no other record uses, and habit counts.
 - ``upkeep`` merges duplicates, resolves conflicts, demotes and deletes unused memories
-  (``hermes.memory.upkeep``); ``--dry-run`` changes nothing and shows what it would do.
+  (``hermes.memory.upkeep``); without ``--user`` it also prunes tool-call records past their
+  retention and sweeps the archive; ``--dry-run`` changes nothing and shows what it would do.
 
 Reading commands (search, list, export) never create the database. Exit codes: 0 done; 2
 refused (empty or too long text, malformed or unknown id, bad user id, memory disabled, bad
@@ -44,8 +49,9 @@ import typer
 from hermes.channels.app import JsonFlag, app, loaded_config, run_async
 from hermes.channels.output import fail, note, report_warning, write_json, write_text
 from hermes.errors import HermesError, InvalidInputError
-from hermes.memory.open import memory_db_path, open_memory_store, require_memory
+from hermes.memory.open import memory_db_path, memory_dir, open_memory_store, require_memory
 from hermes.memory.records import (
+    MemoryDraft,
     MemoryKind,
     MemoryNotFoundError,
     MemoryRecord,
@@ -60,7 +66,7 @@ if TYPE_CHECKING:
     from hermes.config import LoadedConfig
     from hermes.memory.longterm import MemoryStore
     from hermes.memory.records import MemoryHit
-    from hermes.memory.upkeep import UpkeepReport
+    from hermes.memory.upkeep import UpkeepPolicy, UpkeepReport
 
 T = TypeVar("T")
 
@@ -119,26 +125,26 @@ def memory_add(
                 "存储在内存中：命令结束后记忆即消失"
             )
         store = open_memory_store(loaded)
-        record = run_async(
-            lambda: _closing(
-                store,
-                lambda s: s.add(
-                    user_id,
-                    content,
-                    kind=chosen,
-                    sensitive=detected is not None if sensitive is None else sensitive,
-                    topic=labels,
-                    explicit=True,
-                ),
-            )
+        draft = MemoryDraft(
+            content,
+            chosen,
+            sensitive=detected is not None if sensitive is None else sensitive,
+            topic=labels,
+            explicit=True,
+        )
+        ((record, created),) = run_async(
+            lambda: _closing(store, lambda s: s.add_unique(user_id, [draft]))
         )
     except HermesError as exc:
         fail(exc, as_json)
     if as_json:
-        write_json(record.to_dict())
+        write_json({**record.to_dict(), "created": created})
     else:
         write_text(record.id)
-        note(f"remembered ({record.kind}) / 已记住")
+        if created:
+            note(f"remembered ({record.kind}) / 已记住")
+        else:
+            note("already remembered, nothing added / 已经记住了，未重复添加")
 
 
 @memory_app.command("search")
@@ -241,9 +247,13 @@ def memory_forget(
         loaded = _configured(log=True)
         store = _open_existing(loaded)
         if store is None:
-            count = 0
+            counts = {"memories": 0}
+        elif target is None:  # everything: memories, tool-call records and blobs, habits
+            counts = run_async(lambda: _forget_user(loaded, store, user_id))
         else:
-            count = run_async(lambda: _closing(store, lambda s: _forget(s, user_id, target)))
+            one = run_async(lambda: _closing(store, lambda s: s.forget(user_id, target)))
+            counts = {"memories": int(one)}
+        count = counts["memories"]
         if target is not None and count == 0:
             raise MemoryNotFoundError(
                 f"no memory {target!r} for this user / 找不到这条记忆", memory_id=target
@@ -251,7 +261,8 @@ def memory_forget(
     except HermesError as exc:
         fail(exc, as_json)
     if as_json:
-        write_json({"user_id": user_id, "forgotten": count})
+        extra = {k: v for k, v in counts.items() if k != "memories"}
+        write_json({"user_id": user_id, "forgotten": count, **extra})
     else:
         note(f"forgot {count} {'memory' if count == 1 else 'memories'} / 已删除 {count} 条记忆")
 
@@ -274,10 +285,23 @@ def _forget_target(memory_id: str | None, everything: bool, yes: bool) -> str | 
     return validate_memory_id(memory_id)
 
 
-async def _forget(store: MemoryStore, user_id: str, target: str | None) -> int:
-    if target is None:
-        return await store.delete_all(user_id)
-    return 1 if await store.forget(user_id, target) else 0
+async def _forget_user(loaded: LoadedConfig, store: MemoryStore, user_id: str) -> dict[str, int]:
+    """Everything about the user (``Memory.forget_user``): memories, tool-call records with
+    the archived outputs only they used, habit counts."""
+    from hermes.memory.facade import Memory
+    from hermes.memory.tiers import ToolMemory
+
+    directory = memory_dir(loaded)
+    try:
+        tools = None if directory is None else ToolMemory.open(directory)
+    except BaseException:  # clean up, then re-raise unchanged
+        await store.close()
+        raise
+    memory = Memory(store, tools, extractor=None)
+    try:
+        return await memory.forget_user(user_id)
+    finally:
+        await memory.aclose()
 
 
 @memory_app.command("export")
@@ -349,12 +373,28 @@ def memory_upkeep(
                     lambda s: run_upkeep(s, user_id=user_id, policy=policy, dry_run=dry_run),
                 )
             )
+            if user_id is None:  # the tool-call tiers are pruned by age, for all users at once
+                report.tool_calls = run_async(lambda: _tool_upkeep(loaded, policy, dry_run))
     except HermesError as exc:
         fail(exc, as_json)
     if as_json:
         write_json(report.to_dict())
     else:
         _print_report(report)
+
+
+async def _tool_upkeep(loaded: LoadedConfig, policy: UpkeepPolicy, dry_run: bool) -> dict[str, int]:
+    from hermes.memory.tiers import ToolMemory
+    from hermes.memory.upkeep import run_tool_upkeep
+
+    directory = memory_dir(loaded)
+    if directory is None:
+        return {}
+    tools = ToolMemory.open(directory)
+    try:
+        return await run_tool_upkeep(tools, policy=policy, dry_run=dry_run)
+    finally:
+        await tools.close()
 
 
 def _print_report(report: UpkeepReport) -> None:

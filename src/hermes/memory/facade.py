@@ -32,6 +32,7 @@ import json
 import os
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -49,10 +50,11 @@ from hermes.memory.extract import (
 from hermes.memory.habits import HabitCounter
 from hermes.memory.longterm import MemoryStore
 from hermes.memory.recall import DEFAULT_POLICY, RecallPolicy
-from hermes.memory.records import MemoryRecord
+from hermes.memory.records import MemoryDraft, MemoryKind, MemoryRecord
 from hermes.memory.tiers import ToolMemory
 from hermes.models.brain.phrases import Lang
 from hermes.observe import get_logger
+from hermes.session.ids import validate_user_id
 from hermes.sqlite_support import SQLiteWorker, is_busy
 
 if TYPE_CHECKING:
@@ -125,6 +127,12 @@ class Memory:
         self._habit_table: _HabitTable | None = None
         self._habit_lock: asyncio.Lock | None = None
         self._upkeep: asyncio.Task[None] | None = None
+        # One lock per user (dropped when no writer holds it): a check for an existing memory
+        # and the insert that follows are one step per user within this process; the store
+        # repeats the check in its write transaction for other processes.
+        self._write_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
 
     def __repr__(self) -> str:
         return f"Memory(store={self.store!r}, tools={self.tools is not None})"
@@ -278,26 +286,84 @@ class Memory:
         if self.habits and calls:
             candidates.extend(await self._habits(user_id, calls, now, lang))
         kept = [c for c in candidates if c.confidence >= self.threshold]
-        kept = [c for c in kept if await self.existing(user_id, c.content) is None]
         if not kept:
             return []
-        records = await store.add_many(
-            user_id, [c.to_draft(source_session=session_id) for c in kept]
-        )
-        new_ids = {record.id for record in records}
-        for candidate, record in zip(kept, records, strict=True):
-            if candidate.supersedes_hint:
-                await self._supersede(store, record, candidate.supersedes_hint, new_ids)
-        log.info("memories_written", count=len(records), kinds=[r.kind for r in records])
+        async with self._write_lock(user_id):
+            written = await store.add_unique(
+                user_id, [c.to_draft(source_session=session_id) for c in kept]
+            )
+            records = [record for record, created in written if created]
+            new_ids = {record.id for record in records}
+            for candidate, (record, created) in zip(kept, written, strict=True):
+                if created and candidate.supersedes_hint:
+                    await self._supersede(store, record, candidate.supersedes_hint, new_ids)
+        if records:
+            log.info("memories_written", count=len(records), kinds=[r.kind for r in records])
         return records
 
+    async def remember(
+        self,
+        user_id: str,
+        content: str,
+        *,
+        kind: MemoryKind = "fact",
+        sensitive: bool = False,
+        topic: str | None = None,
+        explicit: bool = True,
+        source_session: str | None = None,
+    ) -> tuple[MemoryRecord, bool]:
+        """Store one memory the user asked for (the ``remember`` tool, the CLI): returns the
+        record and whether it is new — the same content said twice (or by two concurrent
+        calls, or two processes) is one memory, and the existing one is returned.
+
+        Raises ``StoreError`` without a long-term store, ``InvalidInputError`` for bad content
+        (blank, too long, NUL, lone surrogates) and ``InvalidIdError`` for a bad user id."""
+        store = self.store
+        if store is None:
+            raise StoreError("long-term memory is off / 长期记忆未开启")
+        draft = MemoryDraft(
+            content, kind, 1.0, source_session, sensitive, topic, (), None, explicit
+        )  # fmt: skip
+        async with self._write_lock(user_id):
+            ((record, created),) = await store.add_unique(user_id, [draft])
+        if created:
+            log.info("memories_written", count=1, kinds=[record.kind])
+        return record, created
+
     async def existing(self, user_id: str, content: str) -> MemoryRecord | None:
-        """The user's active memory with exactly this content, if any (no duplicates are
-        written: the same preference said twice is one memory)."""
+        """The user's active memory with exactly this content (stripped), if any (no
+        duplicates are written: the same preference said twice is one memory). An exact SQL
+        comparison, not a keyword search: text without search terms (emoji) matches too."""
         if self.store is None:
             return None
-        hits = await self.store.search(user_id, content, limit=3, mode="keyword")
-        return next((hit.record for hit in hits if hit.record.content == content), None)
+        return await self.store.find_exact(user_id, content)
+
+    async def forget_user(self, user_id: str) -> dict[str, int]:
+        """Forget everything about ``user_id`` (issue 5 §9): every long-term memory, every
+        tool-call record with the L3 blobs no other record uses, their L1 entries and their
+        habit counts. Returns how many of each were deleted."""
+        validate_user_id(user_id)
+        memories = blobs = habits = 0
+        async with self._write_lock(user_id):
+            if self.store is not None:
+                memories = await self.store.delete_all(user_id)
+            if self.tools is not None:
+                blobs = await self.tools.forget_user(user_id)
+            table = await self._habits_table()
+            if table is not None:
+                if self._habit_lock is None:
+                    self._habit_lock = asyncio.Lock()
+                async with self._habit_lock:
+                    habits = await table.delete(user_id)
+        log.info("memory_user_forgotten", memories=memories, blobs=blobs, habits=habits)
+        return {"memories": memories, "blobs": blobs, "habits": habits}
+
+    def _write_lock(self, user_id: str) -> asyncio.Lock:
+        lock = self._write_locks.get(user_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._write_locks[user_id] = lock
+        return lock
 
     @staticmethod
     async def _supersede(
@@ -375,15 +441,19 @@ async def _logged(work: Coroutine[Any, Any, Any], what: str) -> None:
 
 
 async def run_scheduled_upkeep(memory: Memory) -> bool:
-    """One scheduled upkeep run (``hermes.memory.upkeep.run_upkeep`` over every user, with
-    ``memory.upkeep_policy``); ``False`` when there is no long-term store (the schedule stops).
+    """One scheduled upkeep run (``hermes.memory.upkeep.run_upkeep`` over every user and
+    ``run_tool_upkeep`` on the tool-call tiers, with ``memory.upkeep_policy``); ``False`` when
+    there is neither store (the schedule stops).
     A failed run is logged and retried at the next interval."""
-    if memory.store is None:
+    if memory.store is None and memory.tools is None:
         return False
-    from hermes.memory.upkeep import run_upkeep  # loaded only where upkeep runs
+    from hermes.memory.upkeep import run_tool_upkeep, run_upkeep  # loaded where upkeep runs
 
     try:
-        await run_upkeep(memory.store, policy=memory.upkeep_policy)
+        if memory.store is not None:
+            await run_upkeep(memory.store, policy=memory.upkeep_policy)
+        if memory.tools is not None:
+            await run_tool_upkeep(memory.tools, policy=memory.upkeep_policy)
     except HermesError as exc:
         log.error("memory_upkeep_failed", error_type=exc.code, error=exc.message[:300])
     except Exception as exc:  # noqa: BLE001 - a failed run is retried at the next interval
@@ -430,6 +500,10 @@ class _HabitTable(SQLiteWorker):
     async def save(self, user_id: str, data: Mapping[str, Any]) -> None:
         await self._run("save", _save_habits, user_id, json.dumps(data, ensure_ascii=False))
 
+    async def delete(self, user_id: str) -> int:
+        """Delete the user's habit counts; 1 if there were any, else 0."""
+        return await self._run("delete", _delete_habits, user_id)
+
 
 def _load_habits(conn: sqlite3.Connection, user_id: str) -> str | None:
     row = conn.execute("SELECT data FROM memory_habits WHERE user_id = ?", (user_id,)).fetchone()
@@ -443,3 +517,7 @@ def _save_habits(conn: sqlite3.Connection, user_id: str, data: str) -> None:
         "updated_at = excluded.updated_at",
         (user_id, data, time.time()),
     )
+
+
+def _delete_habits(conn: sqlite3.Connection, user_id: str) -> int:
+    return conn.execute("DELETE FROM memory_habits WHERE user_id = ?", (user_id,)).rowcount

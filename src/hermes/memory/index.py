@@ -262,6 +262,14 @@ class ToolCallIndex(SQLiteWorker):
         cutoff = _epoch(before, "before")
         return await self._run("prune", _delete_where, "created_at < ?", (cutoff,))
 
+    async def referenced(self, digests: Sequence[str]) -> set[str]:
+        """Which of ``digests`` some record names as its output hash (upkeep: blobs that no
+        record names can go)."""
+        wanted = list(dict.fromkeys(digests))
+        if not wanted:
+            return set()
+        return await self._run("referenced", _referenced, wanted)
+
     # -- reading -----------------------------------------------------------------------------
     async def get(self, record_id: int) -> ToolCallRecord | None:
         """The record with this id, or ``None``."""
@@ -447,6 +455,21 @@ def _delete_where(conn: sqlite3.Connection, where: str, params: tuple[Any, ...])
             conn.execute("ROLLBACK")
         raise
     return orphaned
+
+
+def _referenced(conn: sqlite3.Connection, digests: list[str]) -> set[str]:
+    found: set[str] = set()
+    for start in range(0, len(digests), 500):
+        chunk = digests[start : start + 500]
+        marks = ", ".join("?" for _ in chunk)
+        found.update(
+            str(row[0])
+            for row in conn.execute(
+                f"SELECT DISTINCT output_hash FROM tool_calls WHERE output_hash IN ({marks})",
+                chunk,
+            )
+        )
+    return found
 
 
 def _fetch(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:

@@ -208,15 +208,15 @@ def build_match(owner: str, tokens: Tokens) -> str | None:
 
 
 def idf(total: int, docs: int) -> float:
-    """bm25's IDF (FTS5's variant) of a term in ``docs`` of ``total`` rows, floored for terms
-    in more than half of the rows."""
-    value = math.log((total - docs + 0.5) / (docs + 0.5))
-    return value if value > 0 else 1e-6
+    """bm25's IDF of a term in ``docs`` of ``total`` rows, in the BM25+ form
+    ``log(1 + (N - n + 0.5) / (n + 0.5))``: always positive, so a term held by most of a small
+    set of memories (a user with two memories) still counts, less than a rare one."""
+    return math.log(1.0 + (max(total - docs, 0) + 0.5) / (max(docs, 0) + 0.5))
 
 
 @dataclass(frozen=True, slots=True)
 class CorpusStats:
-    """Row and token counts of the whole index (kept by the store in ``memory_stats``)."""
+    """Row and token counts of one user's indexed memories (``memory_user_stats``)."""
 
     rows: int
     terms: int
@@ -226,15 +226,17 @@ class CorpusStats:
 class Bm25:
     """bm25 of one query's tokens against indexed rows, normalized to 0..1.
 
-    The formula is FTS5's own (k1 = 1.2, b = 0.75, its IDF, per-column weights) but the sums
-    are done here, over the rows FTS5 matched: FTS5's ``bm25()`` recounts the matches of every
-    phrase through a per-row callback on each query — 7–30 ms at 100,000 rows, most of a
-    search — while ``fts5vocab`` gives the same document counts in well under a millisecond.
+    The formula is FTS5's (k1 = 1.2, b = 0.75, per-column weights) with the always-positive
+    BM25+ IDF (:func:`idf`), but the sums are done here, over the rows FTS5 matched, with the
+    querying user's own statistics: FTS5's ``bm25()`` counts over the whole index (every
+    user's memories would move every other user's scores) and recounts the matches of every
+    phrase through a per-row callback on each query — 7–30 ms at 100,000 rows — while the
+    per-user counts (``memory_user_terms``, ``memory_user_stats``) are one indexed lookup.
 
     The normalization divides by the score of a memory of average length that holds every
     query token once (``Σ weight·idf``: with term frequency 1 at average length, bm25's
     length factor is 1), so keyword scores mean "the share of the query's information found
-    in the memory" whatever the size of the index.
+    in the memory" whatever the number of memories.
     """
 
     K1 = 1.2
@@ -287,8 +289,8 @@ def _token_pattern(tokens: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile(f" ({alternatives})(?= )") if alternatives else None
 
 
-#: A token held by more than this share of all memories does not select candidates (it still
-#: counts in the score of the rows the rarer tokens find).
+#: A token held by more than this share of the user's memories does not select candidates (it
+#: still counts in the score of the rows the rarer tokens find).
 COMMON_SHARE = 0.05
 
 
@@ -296,9 +298,10 @@ def candidate_tokens(tokens: Tokens, docs: dict[str, int], rows: int) -> Tokens:
     """The tokens that pick which rows a search scores: the rare ones.
 
     A row that holds only common tokens (喜欢, like, 用户 …: low IDF) cannot score well, yet
-    such tokens match a large part of a big index and every match must be fetched and scored.
-    So tokens in more than :data:`COMMON_SHARE` of the rows (and in more than 50) are left out
-    of the FTS5 query — unless all are, then the three rarest stay.
+    such tokens match a large part of a user's memories and every match must be fetched and
+    scored. So tokens in more than :data:`COMMON_SHARE` of the user's rows (and in more than
+    50) are left out of the FTS5 query — unless all are, then the three rarest stay. ``docs``
+    and ``rows`` are the user's own counts: another user's memories never change the choice.
     """
     cap = max(COMMON_SHARE * rows, 50)
     terms = tuple(t for t in tokens.terms if docs.get(t, 0) <= cap)
@@ -315,14 +318,18 @@ def candidate_tokens(tokens: Tokens, docs: dict[str, int], rows: int) -> Tokens:
     )
 
 
-def document_counts(conn: sqlite3.Connection, tokens: Tokens) -> dict[str, int]:
-    """How many indexed rows hold each token (tokens in no row are absent)."""
+def document_counts(conn: sqlite3.Connection, user_id: str, tokens: Tokens) -> dict[str, int]:
+    """How many of ``user_id``'s indexed memories hold each token (tokens in none are absent).
+
+    Counted per user (``memory_user_terms``), never over the whole index: another user's
+    memories must not change this user's scores or which of their memories a search finds."""
     wanted = (*tokens.terms, *tokens.chars)
     if not wanted:
         return {}
     marks = ", ".join("?" for _ in wanted)
     rows = conn.execute(
-        f"SELECT term, doc FROM memory_fts_vocab WHERE term IN ({marks})", wanted
+        f"SELECT term, docs FROM memory_user_terms WHERE user_id = ? AND term IN ({marks})",
+        (user_id, *wanted),
     ).fetchall()
     return {str(term): int(doc) for term, doc in rows}
 
@@ -335,6 +342,15 @@ def token_count(text: str) -> int:
 # -- the index (the store calls these inside its write transactions) --------------------------
 
 _INDEX = "INSERT INTO memory_fts (rowid, owner, terms, chars) VALUES (?, ?, ?, ?)"
+_COUNT_USER = (
+    "INSERT INTO memory_user_stats (user_id, rows, terms, chars) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (user_id) DO UPDATE SET rows = rows + excluded.rows, "
+    "terms = terms + excluded.terms, chars = chars + excluded.chars"
+)
+_COUNT_TERM = (
+    "INSERT INTO memory_user_terms (user_id, term, docs) VALUES (?, ?, ?) "
+    "ON CONFLICT (user_id, term) DO UPDATE SET docs = docs + excluded.docs"
+)
 
 
 def index_row(user_id: str, text: str) -> tuple[str, str, str]:
@@ -343,30 +359,36 @@ def index_row(user_id: str, text: str) -> tuple[str, str, str]:
     return owner_token(user_id), terms, chars
 
 
-def add_to_index(conn: sqlite3.Connection, rid: int, row: tuple[str, str, str]) -> None:
-    """Index one memory (``row`` from :func:`index_row`); statistics are counted apart."""
+def _distinct(terms: str, chars: str) -> set[str]:
+    """The tokens a row holds in either column (what a document count counts once)."""
+    return set(terms.split()) | set(chars.split())
+
+
+def add_to_index(
+    conn: sqlite3.Connection, rid: int, user_id: str, row: tuple[str, str, str]
+) -> None:
+    """Index one memory of ``user_id`` (``row`` from :func:`index_row`) and count it in the
+    user's keyword statistics."""
     conn.execute(_INDEX, (rid, *row))
+    _, terms, chars = row
+    conn.execute(_COUNT_USER, (user_id, 1, token_count(terms), token_count(chars)))
+    conn.executemany(_COUNT_TERM, [(user_id, t, 1) for t in _distinct(terms, chars)])
 
 
-def corpus_stats(conn: sqlite3.Connection) -> CorpusStats:
-    rows, terms, chars = conn.execute(
-        "SELECT rows, terms, chars FROM memory_stats WHERE id = 1"
+def corpus_stats(conn: sqlite3.Connection, user_id: str) -> CorpusStats:
+    """Rows and tokens of ``user_id``'s indexed memories (zeros for a user with none)."""
+    row = conn.execute(
+        "SELECT rows, terms, chars FROM memory_user_stats WHERE user_id = ?", (user_id,)
     ).fetchone()
+    if row is None:
+        return CorpusStats(0, 0, 0)
+    rows, terms, chars = row
     return CorpusStats(int(rows), int(terms), int(chars))
 
 
-def count_index(conn: sqlite3.Connection, rows: int, terms: int, chars: int) -> None:
-    """Add (or with negative numbers remove) rows and tokens to the index statistics."""
-    conn.execute(
-        "UPDATE memory_stats SET rows = rows + ?, terms = terms + ?, chars = chars + ? "
-        "WHERE id = 1",
-        (rows, terms, chars),
-    )
-
-
 def remove_from_index(conn: sqlite3.Connection, rids: Sequence[int]) -> None:
-    """Take memories out of the FTS5 index and its statistics. The table is contentless, so
-    it is told the exact tokens it indexed, read back from the memories rows."""
+    """Take memories out of the FTS5 index and their owners' statistics. The table is
+    contentless, so it is told the exact tokens it indexed, read back from the memories rows."""
     marks = ", ".join("?" for _ in rids)
     found = conn.execute(
         f"SELECT rid, user_id, terms, chars FROM memories WHERE rid IN ({marks})", tuple(rids)
@@ -376,9 +398,41 @@ def remove_from_index(conn: sqlite3.Connection, rids: Sequence[int]) -> None:
         "VALUES ('delete', ?, ?, ?, ?)",
         [(rid, owner_token(user), terms, chars) for rid, user, terms, chars in found],
     )
-    count_index(
-        conn,
-        -len(found),
-        -sum(token_count(terms) for _, _, terms, _ in found),
-        -sum(token_count(chars) for _, _, _, chars in found),
+    _uncount(conn, [(str(user), str(terms), str(chars)) for _, user, terms, chars in found])
+
+
+def _uncount(conn: sqlite3.Connection, rows: Sequence[tuple[str, str, str]]) -> None:
+    stats: dict[str, list[int]] = {}
+    docs: dict[tuple[str, str], int] = {}
+    for user, terms, chars in rows:
+        totals = stats.setdefault(user, [0, 0, 0])
+        totals[0] -= 1
+        totals[1] -= token_count(terms)
+        totals[2] -= token_count(chars)
+        for token in _distinct(terms, chars):
+            docs[(user, token)] = docs.get((user, token), 0) - 1
+    conn.executemany(_COUNT_USER, [(user, *totals) for user, totals in stats.items()])
+    conn.executemany(_COUNT_TERM, [(user, term, n) for (user, term), n in docs.items()])
+    for user in stats:  # a term no memory of the user holds any more
+        conn.execute("DELETE FROM memory_user_terms WHERE user_id = ? AND docs <= 0", (user,))
+    conn.executemany(
+        "DELETE FROM memory_user_stats WHERE user_id = ? AND rows <= 0", [(u,) for u in stats]
     )
+
+
+def rebuild_user_stats(conn: sqlite3.Connection) -> None:
+    """Count every user's keyword statistics afresh from the memories rows (the migration
+    that introduced them; also a repair)."""
+    conn.execute("DELETE FROM memory_user_stats")
+    conn.execute("DELETE FROM memory_user_terms")
+    stats: dict[str, list[int]] = {}
+    docs: dict[tuple[str, str], int] = {}
+    for user, terms, chars in conn.execute("SELECT user_id, terms, chars FROM memories"):
+        totals = stats.setdefault(user, [0, 0, 0])
+        totals[0] += 1
+        totals[1] += token_count(terms)
+        totals[2] += token_count(chars)
+        for token in _distinct(terms, chars):
+            docs[(user, token)] = docs.get((user, token), 0) + 1
+    conn.executemany(_COUNT_USER, [(user, *totals) for user, totals in stats.items()])
+    conn.executemany(_COUNT_TERM, [(user, term, n) for (user, term), n in docs.items()])

@@ -13,7 +13,9 @@ memories are never returned for another. An id of another user's memory is "not 
 Search (:meth:`MemoryStore.search`):
 
 - keyword: the query's tokens (``hermes.memory.keywords``) OR-ed in an FTS5 query scoped to
-  the user, the matches ranked by bm25 (FTS5's formula, summed by ``keywords.Bm25``; weights:
+  the user, the matches ranked by bm25 over the user's own statistics (document counts, N and
+  average lengths of that user's memories only: another user's memories never change a
+  search) (FTS5's formula, summed by ``keywords.Bm25``; weights:
   terms 1, single CJK characters 0.3) and normalized to 0..1 by the best score the query could
   reach — the bm25 of a memory of average length that holds every query token once:
   ``keyword = min(1, bm25 / Σ weight·idf)``, roughly "the share of the query's information
@@ -35,8 +37,7 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
@@ -63,13 +64,17 @@ from hermes.memory.keywords import (
     build_match,
     candidate_tokens,
     corpus_stats,
-    count_index,
     document_counts,
     index_row,
     owner_token,
     query_tokens,
     remove_from_index,
-    token_count,
+)
+from hermes.memory.longterm_schema import (  # MIGRATIONS re-exported for tests and tools
+    MIGRATIONS,  # noqa: F401
+    bump_user_version,
+    migrate,
+    write_transaction,
 )
 from hermes.memory.records import (
     MemoryDraft,
@@ -122,68 +127,6 @@ RECORD_COLUMNS = (
     "m.sensitive, m.topic, m.tags, m.tier, m.demoted_at, m.explicit, m.superseded_reason, "
     "m.subject"
 )
-
-_SCHEMA_V1: Final = (
-    """
-    CREATE TABLE memories (
-        rid              INTEGER PRIMARY KEY,
-        id               TEXT NOT NULL UNIQUE,
-        user_id          TEXT NOT NULL,
-        kind             TEXT NOT NULL,
-        content          TEXT NOT NULL,
-        confidence       REAL NOT NULL,
-        source_session   TEXT,
-        created_at       REAL NOT NULL,
-        updated_at       REAL NOT NULL,
-        last_recalled_at REAL,
-        recall_count     INTEGER NOT NULL DEFAULT 0,
-        expires_at       REAL,
-        superseded_by    TEXT,
-        sensitive        INTEGER NOT NULL DEFAULT 0,
-        topic            TEXT,
-        tags             TEXT NOT NULL DEFAULT '[]',
-        terms            TEXT NOT NULL DEFAULT '',
-        chars            TEXT NOT NULL DEFAULT ''
-    )
-    """,
-    "CREATE INDEX memories_by_user ON memories (user_id, created_at)",
-    # Tokens come pre-split (keywords.py) and are kept in memories.terms/chars; unicode61 only
-    # splits them on spaces. Contentless: a search reads the tokens from the memories row it
-    # joins anyway (a second lookup per match in FTS5's content table cost ~40% of a search).
-    # detail=column: phrases are single tokens, so positions would only cost space.
-    "CREATE VIRTUAL TABLE memory_fts USING fts5(owner, terms, chars, content = '', "
-    "tokenize = 'unicode61 remove_diacritics 0', detail = column)",
-    "CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab(memory_fts, 'row')",
-    # Rows and tokens per column of the FTS5 table: bm25's N and average lengths, kept in the
-    # transactions that change the index (counting them per search would cost milliseconds).
-    "CREATE TABLE memory_stats (id INTEGER PRIMARY KEY CHECK (id = 1), rows INTEGER NOT NULL, "
-    "terms INTEGER NOT NULL, chars INTEGER NOT NULL)",
-    "INSERT INTO memory_stats (id, rows, terms, chars) VALUES (1, 0, 0, 0)",
-    """
-    CREATE TABLE memory_vectors (
-        rid         INTEGER PRIMARY KEY REFERENCES memories (rid) ON DELETE CASCADE,
-        model       TEXT NOT NULL,
-        vector      BLOB NOT NULL,
-        calibration BLOB NOT NULL
-    )
-    """,
-    # Bumped with every write to a user's memories: the key of the cached vector matrices,
-    # so a matrix built before another process's write is never used.
-    "CREATE TABLE memory_users (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID",
-)
-# Upkeep (issue 5 §8): the tier, what the user asked to keep, why a memory is history, and the
-# upkeep job's per-row bookkeeping (the statement's subject, when it was last examined).
-_SCHEMA_V2: Final = (
-    "ALTER TABLE memories ADD COLUMN tier TEXT NOT NULL DEFAULT 'semantic'",
-    "ALTER TABLE memories ADD COLUMN demoted_at REAL",
-    "ALTER TABLE memories ADD COLUMN explicit INTEGER NOT NULL DEFAULT 0",
-    "ALTER TABLE memories ADD COLUMN superseded_reason TEXT",
-    "ALTER TABLE memories ADD COLUMN subject TEXT",
-    "ALTER TABLE memories ADD COLUMN checked_at REAL",
-    "UPDATE memories SET tier = 'episodic' WHERE kind = 'event'",
-    "CREATE INDEX memories_by_subject ON memories (user_id, subject) WHERE subject IS NOT NULL",
-)
-MIGRATIONS: Final = (_SCHEMA_V1, _SCHEMA_V2)
 
 
 def combine_scores(keyword: float, vector: float | None) -> float:
@@ -252,28 +195,6 @@ def _indexed_text(record: MemoryRecord) -> str:
     return " ".join((record.content, record.topic or "", *record.tags))
 
 
-@contextmanager
-def write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any exception)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        conn.execute("COMMIT")
-    except BaseException:  # clean up, then re-raise unchanged
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-
-
-def bump_user_version(conn: sqlite3.Connection, user_id: str) -> None:
-    """Mark ``user_id``'s memories as changed (cached vector matrices of them go stale)."""
-    conn.execute(
-        "INSERT INTO memory_users (user_id, version) VALUES (?, 1) "
-        "ON CONFLICT (user_id) DO UPDATE SET version = version + 1",
-        (user_id,),
-    )
-
-
 class MemoryStore(SQLiteWorker):
     """Long-term memories of all users in one SQLite file.
 
@@ -315,7 +236,7 @@ class MemoryStore(SQLiteWorker):
     # -- SQLiteWorker hooks ----------------------------------------------------------------
     def _prepare(self, conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA foreign_keys = ON")
-        _migrate(conn, self.path)
+        migrate(conn, self.path)
 
     def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
         name = getattr(exc, "sqlite_errorname", "") or ""
@@ -377,6 +298,37 @@ class MemoryStore(SQLiteWorker):
         await self._run("add", _insert, records, vectors, self._model_name())
         self._after_write(user_id)
         return records
+
+    async def add_unique(
+        self, user_id: str, drafts: Iterable[MemoryDraft], *, now: float | None = None
+    ) -> builtins.list[tuple[MemoryRecord, bool]]:
+        """Like :meth:`add_many`, but a draft whose exact (stripped) content ``user_id``
+        already has as an active memory — or an earlier draft of the batch has — is not
+        stored again: ``(existing record, False)`` is returned for it, ``(new, True)`` else.
+        The check runs in the write transaction (see ``_insert``)."""
+        validate_user_id(user_id)
+        stamp = time.time() if now is None else _finite(now, "now")
+        records = [_new_record(user_id, draft, stamp) for draft in drafts]
+        if not records:
+            return []
+        known = await self._run("find", _existing_of, user_id, [r.content for r in records], stamp)
+        fresh = [r for r in records if r.content not in known]  # embed only what may be new
+        vectors = await self._embed_records(fresh) if fresh else None
+        blobs = dict(zip((r.id for r in fresh), vectors, strict=True)) if vectors else {}
+        written = await self._run("add", _insert_unique, records, blobs, self._model_name())
+        if any(created for _, created in written):
+            self._after_write(user_id)
+        return written
+
+    async def find_exact(
+        self, user_id: str, content: str, *, now: float | None = None
+    ) -> MemoryRecord | None:
+        """The user's active memory whose content is exactly ``content`` (stripped), if any."""
+        validate_user_id(user_id)
+        text = validate_content(content)
+        stamp = time.time() if now is None else now
+        found = await self._run("find", _existing_of, user_id, [text], stamp)
+        return found.get(text)
 
     async def update(
         self,
@@ -700,38 +652,6 @@ def _new_record(user_id: str, draft: MemoryDraft, now: float) -> MemoryRecord:
     )
 
 
-# -- schema --------------------------------------------------------------------------------
-
-
-def _migrate(conn: sqlite3.Connection, where: str) -> None:
-    """Bring the memory tables to ``len(MIGRATIONS)``, one transaction per step."""
-    target = len(MIGRATIONS)
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS memory_schema "
-        "(id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)"
-    )
-    while True:
-        with write_transaction(conn):
-            row = conn.execute("SELECT version FROM memory_schema WHERE id = 1").fetchone()
-            version = 0 if row is None else int(row[0])
-            if version >= target:
-                break
-            for statement in MIGRATIONS[version]:
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO memory_schema (id, version) VALUES (1, ?) "
-                "ON CONFLICT (id) DO UPDATE SET version = excluded.version",
-                (version + 1,),
-            )
-    if version > target:
-        raise StoreError(
-            f"the memory tables of {where} have schema version {version}, newer than this "
-            f"Hermes supports ({target}); upgrade Hermes",
-            path=where,
-            version=version,
-        )
-
-
 # -- the blocking operations (caller's thread on the fast path, else the worker) -------------
 
 _INSERT = (
@@ -744,12 +664,23 @@ _INSERT = (
 def _insert(
     conn: sqlite3.Connection,
     records: Sequence[MemoryRecord],
-    vectors: _Blobs | None,
+    vectors: Sequence[tuple[bytes, bytes] | None] | None,
     model: str | None,
-) -> None:
-    terms = chars = 0
+    dedupe: bool = False,
+) -> list[tuple[MemoryRecord, bool]]:
+    """Insert ``records``; with ``dedupe``, a record whose exact content the user already has
+    as an active memory is not inserted and the existing one is returned instead (checked in
+    the write transaction, so two writers — tasks or processes — cannot both insert it).
+    Returns ``(record, newly created)`` per record."""
+    out: list[tuple[MemoryRecord, bool]] = []
     with write_transaction(conn):
         for i, r in enumerate(records):
+            found = (
+                _active_with_content(conn, r.user_id, r.content, r.created_at) if dedupe else None
+            )
+            if found is not None:
+                out.append((found, False))
+                continue
             fts = index_row(r.user_id, _indexed_text(r))
             (rid,) = conn.execute(
                 _INSERT,
@@ -758,18 +689,53 @@ def _insert(
                  json.dumps(list(r.tags), ensure_ascii=False), fts[1], fts[2], r.tier,
                  int(r.explicit)),
             ).fetchone()  # fmt: skip
-            add_to_index(conn, rid, fts)
-            terms += token_count(fts[1])
-            chars += token_count(fts[2])
-            if vectors is not None and model is not None:
+            add_to_index(conn, rid, r.user_id, fts)
+            blob = None if vectors is None else vectors[i]
+            if blob is not None and model is not None:
                 conn.execute(
                     "INSERT INTO memory_vectors (rid, model, vector, calibration) "
                     "VALUES (?, ?, ?, ?)",
-                    (rid, model, *vectors[i]),
+                    (rid, model, *blob),
                 )
-        count_index(conn, len(records), terms, chars)
-        for user_id in {r.user_id for r in records}:
+            out.append((r, True))
+        for user_id in {r.user_id for r, created in out if created}:
             bump_user_version(conn, user_id)
+    return out
+
+
+def _active_with_content(
+    conn: sqlite3.Connection, user_id: str, content: str, now: float
+) -> MemoryRecord | None:
+    """The user's active (not superseded, not expired) memory with exactly ``content``."""
+    row = conn.execute(
+        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.user_id = ? AND m.content = ? "
+        "AND m.superseded_by IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?) "
+        "ORDER BY m.created_at, m.rid LIMIT 1",
+        (user_id, content, now),
+    ).fetchone()
+    return None if row is None else record_from_row(row)
+
+
+def _existing_of(
+    conn: sqlite3.Connection, user_id: str, contents: Sequence[str], now: float
+) -> dict[str, MemoryRecord]:
+    found = {}
+    for content in dict.fromkeys(contents):
+        record = _active_with_content(conn, user_id, content, now)
+        if record is not None:
+            found[content] = record
+    return found
+
+
+def _insert_unique(
+    conn: sqlite3.Connection,
+    records: Sequence[MemoryRecord],
+    blobs: dict[str, tuple[bytes, bytes]],
+    model: str | None,
+) -> list[tuple[MemoryRecord, bool]]:
+    # A record without a vector (a duplicate found before embedding, or a failed embedder)
+    # is written without one; the next search embeds it.
+    return _insert(conn, records, [blobs.get(r.id) for r in records], model, True)
 
 
 def _rid_of(conn: sqlite3.Connection, user_id: str, memory_id: str) -> int | None:
@@ -801,8 +767,7 @@ def _update(
              json.dumps(list(record.tags), ensure_ascii=False), fts[1], fts[2], record.tier,
              record.demoted_at, record.subject, rid, record.user_id),
         )  # fmt: skip
-        add_to_index(conn, rid, fts)
-        count_index(conn, 1, token_count(fts[1]), token_count(fts[2]))
+        add_to_index(conn, rid, record.user_id, fts)
         if content_changed:  # the old vector describes the old text: replace or drop it
             conn.execute("DELETE FROM memory_vectors WHERE rid = ?", (rid,))
             if vectors is not None and model is not None:
@@ -924,8 +889,8 @@ def _keyword_search(
     matches newest first and stops there): the cost of a search stays bounded however many
     memories a user piles up (DESIGN principle 5); below the limit nothing is left out.
     """
-    docs = document_counts(conn, query.tokens)
-    stats = corpus_stats(conn)
+    docs = document_counts(conn, query.user_id, query.tokens)  # the user's own statistics
+    stats = corpus_stats(conn, query.user_id)
     match = build_match(
         owner_token(query.user_id), candidate_tokens(query.tokens, docs, stats.rows)
     )

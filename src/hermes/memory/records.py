@@ -184,7 +184,8 @@ class SearchFilter:
 
 
 def validate_content(value: object) -> str:
-    """The memory text, stripped; refuses non-strings, blank text and text over the limit."""
+    """The memory text, stripped; refuses non-strings, blank text, text over the limit, NUL
+    and lone surrogates (which SQLite, JSON export and the embedder cannot carry)."""
     if not isinstance(value, str):
         raise InvalidInputError(f"memory content must be a string, not {type(value).__name__}")
     text = value.strip()
@@ -197,6 +198,13 @@ def validate_content(value: object) -> str:
         )
     if "\x00" in text:
         raise InvalidInputError("memory content contains a NUL character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: bytes that were not UTF-8 (argv, a file)
+        raise InvalidInputError(
+            "memory content is not valid Unicode text (lone surrogates / bytes that are not "
+            "UTF-8) / 记忆内容不是有效的 Unicode 文本"
+        ) from None
     return text
 
 

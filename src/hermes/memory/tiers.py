@@ -39,6 +39,7 @@ bad disk) is a miss, is deleted, and is rewritten by the next successful call.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -68,6 +69,7 @@ __all__ = [
     "ReuseScope",
     "ReusedResult",
     "ToolMemory",
+    "tool_fingerprint",
 ]
 
 logger = get_logger("memory")
@@ -236,10 +238,18 @@ class ToolMemory:
         user_id: str | None,
         session_id: str = "",
         scope: ReuseScope = "user",
+        fingerprint: str | None = None,
     ) -> CallKey:
-        """The identity of one call: hashes the arguments once for lookup and record."""
+        """The identity of one call: hashes the arguments once for lookup and record.
+
+        ``fingerprint`` identifies the tool itself (:func:`tool_fingerprint`: its name and
+        schema); when given it is hashed together with the arguments, so a tool whose schema
+        changed, or another tool of the same name, never reuses a result of the old one."""
         try:
-            input_hash: str | None = content_hash(dict(arguments))
+            material: Any = dict(arguments)
+            if fingerprint is not None:
+                material = {"arguments": material, "tool": fingerprint}
+            input_hash: str | None = content_hash(material)
             problem = None
         except NotJSONSafeError as exc:
             input_hash, problem = None, exc.message
@@ -336,6 +346,7 @@ class ToolMemory:
         confirmed: bool = True,
         call_id: str = "",
         trace_id: str = "",
+        archive: bool = True,
     ) -> RecordedCall:
         """Record one call in L2 (its output in L3; in L1 when reusable or unconfirmed).
 
@@ -343,7 +354,10 @@ class ToolMemory:
         identical calls for that long. It only takes effect for an ok, confirmed result that
         was freshly run (not itself a reuse: ``result.cached`` is false), whose arguments and
         output have a JSON form and whose output is archived. ``confirmed=False`` records an ok
-        result as ``unconfirmed`` (see :meth:`confirm`).
+        result as ``unconfirmed`` (see :meth:`confirm`). ``archive=False`` records the call
+        with the output's hash only — nothing of the output in L3 or L1, never reusable (the
+        memory tools: what they return is the user's memories, which must be gone when the
+        user forgets them).
         """
         now = self.clock()
         notes: list[str] = []
@@ -353,9 +367,14 @@ class ToolMemory:
         wants_reuse = reuse_ttl is not None and reuse_ttl > 0 and status == "ok"
         wants_reuse = wants_reuse and not result.cached
         stored = _NOTHING_STORED
+        if not archive:
+            wants_reuse = False
+            notes.append("not_archived")
         if result.ok:
-            archive = self.archive_outputs == "ok" or wants_reuse or status == "unconfirmed"
-            stored = await self._store_output(result.output, archive, notes)
+            keep = self.archive_outputs == "ok" or wants_reuse or status == "unconfirmed"
+            stored = await self._store_output(result.output, keep and archive, notes)
+            if not archive:
+                stored = stored._replace(text=None)  # not held in L1 either
         summary = result.summary
         if summary is not None and len(summary) > MAX_SUMMARY_CHARS:
             notes.append("summary_too_long")
@@ -485,6 +504,71 @@ class ToolMemory:
             except ArchiveError as exc:
                 logger.error("memory_blob_delete_failed", digest=digest, error=exc.message)
         return deleted
+
+    async def prune(
+        self,
+        *,
+        older_than: float,
+        now: float | None = None,
+        blob_grace: float = 3600.0,
+    ) -> dict[str, int]:
+        """Upkeep of the tiers: delete L2 records older than ``older_than`` seconds and the
+        L3 blobs no remaining record uses, the archive's leftover temp files, and blobs no
+        record names at all (a crash between the blob and its row, a forget that failed
+        half-way). Blobs younger than ``blob_grace`` seconds are kept: their row may still
+        be on its way (recording writes the blob first). Returns counts per kind."""
+        stamp = self.clock() if now is None else now
+        orphaned = await self.index.prune(stamp - older_than)
+        blobs = 0
+        for digest in orphaned:
+            try:
+                blobs += await self.archive.delete(digest)
+            except ArchiveError as exc:
+                logger.error("memory_blob_delete_failed", digest=digest, error=exc.message)
+        temp = unnamed = 0
+        if isinstance(self.archive, LocalArchive):
+            temp, unnamed = await self._sweep_local(self.archive, stamp - blob_grace)
+        logger.info("tool_memory_pruned", records_blobs=blobs, temp=temp, unreferenced=unnamed)
+        return {"blobs": blobs, "temp_files": temp, "unreferenced_blobs": unnamed}
+
+    async def _sweep_local(self, archive: LocalArchive, cutoff: float) -> tuple[int, int]:
+        temp = await asyncio.to_thread(archive.sweep_temp)
+        old = await asyncio.to_thread(_old_digests, archive, cutoff)
+        removed = 0
+        for start in range(0, len(old), 500):
+            chunk = old[start : start + 500]
+            used = await self.index.referenced(chunk)
+            for digest in chunk:
+                if digest in used:
+                    continue
+                try:
+                    removed += await archive.delete(digest)
+                except ArchiveError as exc:
+                    logger.error("memory_blob_delete_failed", digest=digest, error=exc.message)
+        return temp, removed
+
+
+def _old_digests(archive: LocalArchive, cutoff: float) -> list[str]:
+    """Digests of the blobs last written before ``cutoff`` (epoch seconds)."""
+    old = []
+    for digest in archive.digests():
+        try:
+            if archive.path_of(digest).stat().st_mtime < cutoff:
+                old.append(digest)
+        except FileNotFoundError:
+            continue  # deleted meanwhile
+    return old
+
+
+def tool_fingerprint(name: str, parameters: Mapping[str, Any], extra: Any = None) -> str:
+    """A short hash of a tool's identity: its name, its canonical parameters schema and
+    ``extra`` (e.g. its output schema and where its function lives). Part of the reuse key
+    (see :meth:`ToolMemory.key`)."""
+    try:
+        material = canonical_json({"name": name, "parameters": parameters, "extra": extra})
+    except NotJSONSafeError:  # a schema with no JSON form: fall back to its repr
+        material = repr((name, parameters, extra))
+    return hash_bytes(material.encode("utf-8", "surrogatepass"))[:32]
 
 
 _NOTHING_STORED = _Output(None, 0, False, None)

@@ -57,6 +57,11 @@ those of the same subject — every pair is met when the later of the two is exa
 demotes or deletes at most ``max_removals``; ``UpkeepReport.remaining`` says whether work is
 left for the next run. A second run at the same ``now`` changes nothing. ``dry_run`` writes
 nothing and reports what a run would do.
+
+**Tool-call tiers** (:func:`run_tool_upkeep`, run beside it by ``hermes memory upkeep`` and
+the scheduled upkeep): L2 records older than ``tool_calls_retention_days`` are deleted with
+the L3 blobs no remaining record uses; the archive's leftover temp files and blobs no record
+names at all (older than an hour) are swept.
 """
 
 from __future__ import annotations
@@ -71,19 +76,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from hermes.errors import InvalidInputError
 from hermes.memory.keywords import MAX_QUERY_TOKENS, normalize, query_tokens
-from hermes.memory.longterm import (
-    RECORD_COLUMNS,
-    MemoryStore,
-    bump_user_version,
-    record_from_row,
-    write_transaction,
-)
+from hermes.memory.longterm import RECORD_COLUMNS, MemoryStore, record_from_row
+from hermes.memory.longterm_schema import bump_user_version, write_transaction
 from hermes.memory.records import MemoryNotFoundError, MemoryRecord
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
 
 if TYPE_CHECKING:
     from hermes.config import MemoryConfig
+    from hermes.memory.tiers import ToolMemory
 
 __all__ = [
     "Statement",
@@ -91,6 +92,7 @@ __all__ = [
     "UpkeepPolicy",
     "UpkeepReport",
     "read_statement",
+    "run_tool_upkeep",
     "run_upkeep",
 ]
 
@@ -120,6 +122,8 @@ class UpkeepPolicy:
     max_removals: int = 1000
     #: Search hits compared with each examined memory.
     neighbours: int = 10
+    #: Tool-call records (L2) older than this are deleted, with the L3 blobs only they used.
+    tool_calls_retention_days: float = 90.0
 
     @classmethod
     def from_config(cls, config: MemoryConfig) -> UpkeepPolicy:
@@ -164,6 +168,8 @@ class UpkeepReport:
     examined: int = 0
     remaining: bool = False
     actions: list[UpkeepAction] = field(default_factory=list)
+    #: What :func:`run_tool_upkeep` removed (empty when it did not run).
+    tool_calls: dict[str, int] = field(default_factory=dict)
 
     def count(self, action: UpkeepActionKind) -> int:
         return sum(1 for a in self.actions if a.action == action)
@@ -184,6 +190,7 @@ class UpkeepReport:
             "deleted": self.count("delete"),
             "remaining": self.remaining,
             "actions": [a.to_dict() for a in self.actions],
+            "tool_calls": dict(self.tool_calls),
         }
 
 
@@ -878,3 +885,21 @@ async def run_upkeep(
         cost_ms=round((time.perf_counter() - started) * 1000, 2),
     )
     return report
+
+
+async def run_tool_upkeep(
+    tools: ToolMemory,
+    *,
+    policy: UpkeepPolicy | None = None,
+    now: float | None = None,
+    dry_run: bool = False,
+) -> dict[str, int]:
+    """Prune the tool-call tiers (module docstring): L2 records past the policy's
+    ``tool_calls_retention_days``, the blobs only they used, leftover temp files and blobs no
+    record names. Returns counts per kind (nothing is done with ``dry_run``)."""
+    chosen = policy or UpkeepPolicy()
+    if not chosen.tool_calls_retention_days > 0:
+        raise InvalidInputError("tool_calls_retention_days must be > 0")
+    if dry_run:
+        return {}
+    return await tools.prune(older_than=chosen.tool_calls_retention_days * _DAY, now=now)

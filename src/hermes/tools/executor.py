@@ -29,7 +29,10 @@ declares it. What a call's context may carry in ``ctx.extras``:
   executed call (one that passed validation, authorization and the approval gate) is then
   recorded in its L2 index and L3 archive, and a ``cache_ttl`` tool's identical call within its
   TTL is answered from its L1 → L2 + L3 instead of the process-wide result cache: scoped per
-  user (per session without one), and surviving a restart.
+  user (per session without one), keyed by the tool's identity too (name, schemas, function:
+  a changed tool never reuses the old one's results), and surviving a restart. The memory
+  tools (toolset ``"memory"``) are recorded in L2 with their output's hash only, never
+  archived in L3 (their output is the user's memories, which forgetting must erase).
 - ``"memory_background"`` (:data:`MEMORY_BACKGROUND_KEY`): an object with
   ``spawn(coroutine, *, what)`` (``hermes.memory.facade.Memory``) that runs the recording in
   the background. Recording (an L3 write, an L2 commit) measured ~0.7 ms p50 per call on the
@@ -124,6 +127,15 @@ _SANDBOX_GRACE_S = 2.0
 _LEASE_MARGIN_S = 5.0
 _MAX_OUTPUT_PROBLEMS = 5
 _MAX_OUTPUT_VALIDATORS = 1024
+#: The tools whose calls are recorded in L2 without their output in L3: what they return is
+#: the user's long-term memories (or their ids), which must be gone when the user forgets
+#: them — an archived copy would outlive the forgetting.
+MEMORY_TOOLSET = "memory"
+MEMORY_TOOL_NAMES = frozenset({"remember", "recall_memories", "forget_memory"})
+#: Fingerprints of the tools seen on the memory path, by id (the Tool kept alive beside it,
+#: so an id is never reused while its entry lives); cleared when it grows past the bound.
+_FINGERPRINTS: dict[int, tuple[Tool, str]] = {}
+_MAX_FINGERPRINTS = 4096
 
 
 class SandboxUnavailableError(ToolError):
@@ -291,7 +303,11 @@ async def _remembered(run: _Call, memory: ToolMemory) -> ToolResult:
     ctx = run.ctx
     try:
         key = memory.key(
-            run.tool.name, run.arguments, user_id=ctx.user_id, session_id=ctx.session_id
+            run.tool.name,
+            run.arguments,
+            user_id=ctx.user_id,
+            session_id=ctx.session_id,
+            fingerprint=_fingerprint(run.tool),
         )
     except Exception as exc:  # noqa: BLE001 - memory must never stop a call: run it without
         logger.error("tool_memory_key_failed", tool=run.tool.name, error_type=type(exc).__name__)
@@ -299,7 +315,12 @@ async def _remembered(run: _Call, memory: ToolMemory) -> ToolResult:
     run.memory, run.memory_key = memory, key
     result = await _policies(run)
     record = memory.record_call(
-        key, result, reuse_ttl=run.tool.cache_ttl, call_id=ctx.call_id, trace_id=ctx.trace_id
+        key,
+        result,
+        reuse_ttl=run.tool.cache_ttl,
+        call_id=ctx.call_id,
+        trace_id=ctx.trace_id,
+        archive=not _is_memory_tool(run.tool),
     )
     background: _Background | None = ctx.extras.get(MEMORY_BACKGROUND_KEY)
     if background is not None:
@@ -311,6 +332,27 @@ async def _remembered(run: _Call, memory: ToolMemory) -> ToolResult:
             logger.error("tool_record_failed", tool=run.tool.name, error_type=type(exc).__name__)
     run.mark("memory")
     return result
+
+
+def _is_memory_tool(tool: Tool) -> bool:
+    return tool.toolset == MEMORY_TOOLSET or tool.name in MEMORY_TOOL_NAMES
+
+
+def _fingerprint(tool: Tool) -> str:
+    """The tool's identity in reuse keys: its name, parameters and output schemas and where
+    its function lives (``hermes.memory.tiers.tool_fingerprint``), computed once per tool."""
+    held = _FINGERPRINTS.get(id(tool))
+    if held is not None and held[0] is tool:
+        return held[1]
+    from hermes.memory.tiers import tool_fingerprint  # the memory path has loaded it already
+
+    fn = tool.fn
+    where = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+    value = tool_fingerprint(tool.name, tool.parameters, [tool.output_schema, where])
+    if len(_FINGERPRINTS) >= _MAX_FINGERPRINTS:
+        _FINGERPRINTS.clear()
+    _FINGERPRINTS[id(tool)] = (tool, value)
+    return value
 
 
 async def _authorize(authorizer: Any, tool: Tool, ctx: ToolContext) -> str | None:
@@ -474,8 +516,14 @@ async def _cached(run: _Call) -> ToolResult:
         return await _guarded(run)
     if run.memory is not None and run.memory_key is not None:
         return await _tiered(run, run.memory, run.memory_key, ttl)
-    # The function's identity too: two agents in one process may each have a tool of this name.
-    key = (run.tool.name, id(run.tool.fn), run.ctx.user_id or "", run.arguments_json())
+    # Scoped like the memory tiers: per user, an anonymous caller per session, and a call
+    # with neither is never cached (two anonymous people must not share results). The
+    # function's identity too: two agents in one process may each have a tool of this name.
+    ctx = run.ctx
+    scope = f"user:{ctx.user_id}" if ctx.user_id else f"session:{ctx.session_id}"
+    if not ctx.user_id and not ctx.session_id:
+        return await _guarded(run)
+    key = (run.tool.name, id(run.tool.fn), scope, run.arguments_json())
     hit: CachedResult | None = run.state.cache.get(key)
     run.mark("cache")
     if hit is not None:

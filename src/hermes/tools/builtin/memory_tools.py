@@ -91,7 +91,7 @@ async def remember(
     found = _refusal(ctx)
     if isinstance(found, ToolResult):
         return found
-    memory, store, user = found
+    memory, _store, user = found
     if ctx.extras.get(MEMORY_USER_ASKED_KEY) is False:
         return ToolResult.failure(
             "not_requested",
@@ -107,7 +107,7 @@ async def remember(
     sensitive = sensitive or topic is not None
     try:
         record, created = await _save(
-            memory, store, user, content, kind=kind, sensitive=sensitive, topic=topic, ctx=ctx
+            memory, user, content, kind=kind, sensitive=sensitive, topic=topic, ctx=ctx
         )
     except HermesError as exc:
         return _failed(exc)
@@ -117,7 +117,6 @@ async def remember(
 
 async def _save(
     memory: Memory,
-    store: MemoryStore,
     user: str,
     content: str,
     *,
@@ -126,34 +125,17 @@ async def _save(
     topic: str | None,
     ctx: ToolContext,
 ) -> tuple[MemoryRecord, bool]:
-    """The saved record and whether it is new. ``Memory.remember`` (per-user lock, exact
-    duplicate check) when the memory has it; else the check and the write done here."""
-    source_session = ctx.session_id or None
-    remember_fn = getattr(memory, "remember", None)
-    if callable(remember_fn):
-        saved: tuple[MemoryRecord, bool] = await remember_fn(
-            user,
-            content,
-            kind=kind,
-            sensitive=sensitive,
-            topic=topic,
-            explicit=True,
-            source_session=source_session,
-        )
-        return saved
-    existing = await memory.existing(user, content.strip())
-    if existing is not None:
-        return existing, False
-    record = await store.add(
+    """The saved record and whether it is new (``Memory.remember``: a per-user lock and an
+    exact-duplicate check inside the write transaction)."""
+    return await memory.remember(
         user,
         content,
         kind=kind,
         sensitive=sensitive,
         topic=topic,
-        source_session=source_session,
         explicit=True,  # asked for: never demoted or deleted for disuse
+        source_session=ctx.session_id or None,
     )
-    return record, True
 
 
 @tool(timeout=10.0, toolset="memory")

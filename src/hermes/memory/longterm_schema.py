@@ -1,0 +1,151 @@
+"""The schema of the long-term memory tables and its migrations (split from ``longterm``).
+
+The schema version lives in the ``memory_schema`` table, not in ``PRAGMA user_version`` (which
+the session store owns when both share one file). A migration step is an SQL statement or a
+function of the connection (run inside the step's transaction).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Final
+
+from hermes.errors import StoreError
+from hermes.memory.keywords import rebuild_user_stats
+
+__all__ = ["MIGRATIONS", "bump_user_version", "migrate", "write_transaction"]
+
+
+_SCHEMA_V1: Final = (
+    """
+    CREATE TABLE memories (
+        rid              INTEGER PRIMARY KEY,
+        id               TEXT NOT NULL UNIQUE,
+        user_id          TEXT NOT NULL,
+        kind             TEXT NOT NULL,
+        content          TEXT NOT NULL,
+        confidence       REAL NOT NULL,
+        source_session   TEXT,
+        created_at       REAL NOT NULL,
+        updated_at       REAL NOT NULL,
+        last_recalled_at REAL,
+        recall_count     INTEGER NOT NULL DEFAULT 0,
+        expires_at       REAL,
+        superseded_by    TEXT,
+        sensitive        INTEGER NOT NULL DEFAULT 0,
+        topic            TEXT,
+        tags             TEXT NOT NULL DEFAULT '[]',
+        terms            TEXT NOT NULL DEFAULT '',
+        chars            TEXT NOT NULL DEFAULT ''
+    )
+    """,
+    "CREATE INDEX memories_by_user ON memories (user_id, created_at)",
+    # Tokens come pre-split (keywords.py) and are kept in memories.terms/chars; unicode61 only
+    # splits them on spaces. Contentless: a search reads the tokens from the memories row it
+    # joins anyway (a second lookup per match in FTS5's content table cost ~40% of a search).
+    # detail=column: phrases are single tokens, so positions would only cost space.
+    "CREATE VIRTUAL TABLE memory_fts USING fts5(owner, terms, chars, content = '', "
+    "tokenize = 'unicode61 remove_diacritics 0', detail = column)",
+    "CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab(memory_fts, 'row')",
+    # Rows and tokens per column of the FTS5 table (superseded by per-user counts in V3).
+    "CREATE TABLE memory_stats (id INTEGER PRIMARY KEY CHECK (id = 1), rows INTEGER NOT NULL, "
+    "terms INTEGER NOT NULL, chars INTEGER NOT NULL)",
+    "INSERT INTO memory_stats (id, rows, terms, chars) VALUES (1, 0, 0, 0)",
+    """
+    CREATE TABLE memory_vectors (
+        rid         INTEGER PRIMARY KEY REFERENCES memories (rid) ON DELETE CASCADE,
+        model       TEXT NOT NULL,
+        vector      BLOB NOT NULL,
+        calibration BLOB NOT NULL
+    )
+    """,
+    # Bumped with every write to a user's memories: the key of the cached vector matrices,
+    # so a matrix built before another process's write is never used.
+    "CREATE TABLE memory_users (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID",
+)
+# Upkeep (issue 5 §8): the tier, what the user asked to keep, why a memory is history, and the
+# upkeep job's per-row bookkeeping (the statement's subject, when it was last examined).
+_SCHEMA_V2: Final = (
+    "ALTER TABLE memories ADD COLUMN tier TEXT NOT NULL DEFAULT 'semantic'",
+    "ALTER TABLE memories ADD COLUMN demoted_at REAL",
+    "ALTER TABLE memories ADD COLUMN explicit INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE memories ADD COLUMN superseded_reason TEXT",
+    "ALTER TABLE memories ADD COLUMN subject TEXT",
+    "ALTER TABLE memories ADD COLUMN checked_at REAL",
+    "UPDATE memories SET tier = 'episodic' WHERE kind = 'event'",
+    "CREATE INDEX memories_by_subject ON memories (user_id, subject) WHERE subject IS NOT NULL",
+)
+# Per-user keyword statistics (issue 5 §9): bm25's N, average lengths and document counts are
+# each user's own, so one user's memories never change another user's recall or scores; kept
+# in the transactions that change the index (counting per search would cost milliseconds at
+# 100,000 memories). The exact-content index makes the duplicate check of every write cheap.
+_SCHEMA_V3: Final = (
+    "CREATE TABLE memory_user_stats (user_id TEXT PRIMARY KEY, rows INTEGER NOT NULL, "
+    "terms INTEGER NOT NULL, chars INTEGER NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE memory_user_terms (user_id TEXT NOT NULL, term TEXT NOT NULL, "
+    "docs INTEGER NOT NULL, PRIMARY KEY (user_id, term)) WITHOUT ROWID",
+    "DROP TABLE memory_stats",
+    "CREATE INDEX memories_by_content ON memories (user_id, content) WHERE superseded_by IS NULL",
+    rebuild_user_stats,
+)
+MIGRATIONS: Final[tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...]] = (
+    _SCHEMA_V1,
+    _SCHEMA_V2,
+    _SCHEMA_V3,
+)
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any exception)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:  # clean up, then re-raise unchanged
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def bump_user_version(conn: sqlite3.Connection, user_id: str) -> None:
+    """Mark ``user_id``'s memories as changed (cached vector matrices of them go stale)."""
+    conn.execute(
+        "INSERT INTO memory_users (user_id, version) VALUES (?, 1) "
+        "ON CONFLICT (user_id) DO UPDATE SET version = version + 1",
+        (user_id,),
+    )
+
+
+def migrate(conn: sqlite3.Connection, where: str) -> None:
+    """Bring the memory tables to ``len(MIGRATIONS)``, one transaction per step."""
+    target = len(MIGRATIONS)
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memory_schema "
+        "(id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)"
+    )
+    while True:
+        with write_transaction(conn):
+            row = conn.execute("SELECT version FROM memory_schema WHERE id = 1").fetchone()
+            version = 0 if row is None else int(row[0])
+            if version >= target:
+                break
+            for statement in MIGRATIONS[version]:
+                if callable(statement):
+                    statement(conn)
+                else:
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT INTO memory_schema (id, version) VALUES (1, ?) "
+                "ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+                (version + 1,),
+            )
+    if version > target:
+        raise StoreError(
+            f"the memory tables of {where} have schema version {version}, newer than this "
+            f"Hermes supports ({target}); upgrade Hermes",
+            path=where,
+            version=version,
+        )

@@ -1,0 +1,497 @@
+"""Review fixes of issue 5: no duplicate memories under concurrency (B3), forgetting a user
+forgets everything (B4), per-user keyword statistics (B5), text that is not Unicode refused
+(SF4), anonymous results never shared across sessions (SF6), reuse keyed by the tool's
+identity (SF8)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hermes.errors import InvalidInputError
+from hermes.memory.facade import Memory, run_scheduled_upkeep
+from hermes.memory.keywords import idf, rebuild_user_stats
+from hermes.memory.longterm import MemoryStore
+from hermes.memory.recall import recall
+from hermes.memory.records import MemoryDraft, validate_content
+from hermes.memory.tiers import ToolMemory, tool_fingerprint
+from hermes.memory.upkeep import UpkeepPolicy, run_tool_upkeep
+from hermes.models.base import ToolCall
+from hermes.tools import ToolContext, ToolRegistry, execute_tool_call, tool
+from hermes.tools.executor import TOOL_MEMORY_KEY
+from hermes.tools.policies import PolicyState
+from tests.memory.test_longterm import FakeEmbedder
+
+DAY = 86_400.0
+WAIT = 5.0  # seconds a test waits for a worker thread before it fails (never reached)
+
+
+class GatedEmbedder(FakeEmbedder):
+    """Blocks every ``embed_passages`` call until ``release`` is set; ``parties`` calls must
+    all be inside before any may go on (so concurrent writers are provably in the same
+    place: past their duplicate pre-check, before their insert)."""
+
+    def __init__(self, parties: int = 1) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.calls = 0
+        self._barrier = threading.Barrier(parties, timeout=WAIT)
+
+    def embed_passages(self, texts: Sequence[str]) -> tuple[Any, Any]:
+        self.calls += 1
+        self.entered.set()
+        self._barrier.wait()
+        assert self.release.wait(WAIT), "the test never released the embedder"
+        return super().embed_passages(texts)
+
+
+@pytest.fixture
+async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
+    made = Memory.open(tmp_path / "mem", semantic=False)
+    try:
+        yield made
+    finally:
+        await made.aclose()
+
+
+# -- B3: one memory per content, whatever the concurrency -------------------------------------
+
+
+async def test_concurrent_remember_of_one_text_writes_one_memory(tmp_path: Path) -> None:
+    embedder = GatedEmbedder()
+    store = MemoryStore(tmp_path / "m.db", embedder=embedder)
+    memory = Memory(store, None)
+    try:
+        first = asyncio.ensure_future(memory.remember("u1", "我喜欢喝乌龙茶", kind="preference"))
+        second = asyncio.ensure_future(memory.remember("u1", "  我喜欢喝乌龙茶  "))
+        assert await asyncio.to_thread(embedder.entered.wait, WAIT)
+        await asyncio.sleep(0)  # let the second call reach the per-user lock
+        embedder.release.set()
+        (one, created_one), (two, created_two) = await asyncio.gather(first, second)
+        assert (created_one, created_two) == (True, False)
+        assert one.id == two.id
+        assert embedder.calls == 1  # the second never embedded: it found the first
+        assert await store.count("u1") == 1
+    finally:
+        await memory.aclose()
+
+
+async def test_the_store_dedupes_inside_its_write_transaction(tmp_path: Path) -> None:
+    """Two writers that both passed the pre-check (the barrier proves it) still write one
+    memory: the second finds the first inside its transaction (two processes, no lock)."""
+    embedder = GatedEmbedder(parties=2)
+    store = MemoryStore(tmp_path / "m.db", embedder=embedder)
+    try:
+        tasks = [
+            asyncio.ensure_future(store.add_unique("u1", [MemoryDraft("I like tea")]))
+            for _ in range(2)
+        ]
+        assert await asyncio.to_thread(embedder.entered.wait, WAIT)
+        embedder.release.set()
+        results = await asyncio.gather(*tasks)
+        assert embedder.calls == 2
+        written = [pair for (pair,) in results]
+        assert sorted(created for _, created in written) == [False, True]
+        assert written[0][0].id == written[1][0].id
+        assert await store.count("u1") == 1
+        # another user's identical text is theirs, not a duplicate
+        ((other, created),) = await store.add_unique("u2", [MemoryDraft("I like tea")])
+        assert created
+        assert other.user_id == "u2"
+    finally:
+        await store.close()
+
+
+async def test_a_batch_with_a_repeated_text_writes_it_once(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "m.db", embedder=FakeEmbedder())
+    try:
+        written = await store.add_unique("u1", [MemoryDraft("a b c"), MemoryDraft("a b c ")])
+        assert [created for _, created in written] == [True, False]
+        assert await store.count("u1") == 1
+        hits = await store.search("u1", "a b c")
+        assert [h.record.id for h in hits] == [written[0][0].id]
+    finally:
+        await store.close()
+
+
+async def test_concurrent_learning_of_one_sentence_writes_one_memory(memory: Memory) -> None:
+    results = await asyncio.gather(*[memory.learn("u2", "记住我的生日是5月3日") for _ in range(3)])
+    assert sum(len(r) for r in results) == 1
+    assert memory.store is not None
+    assert len(await memory.store.list("u2")) == 1
+
+
+async def test_existing_is_an_exact_match_for_emoji_and_shared_prefixes(memory: Memory) -> None:
+    store = memory.store
+    assert store is not None
+    tea = await store.add("u1", "I like tea")
+    for text in ("I like tea a lot", "I like tea with milk", "I like tea at noon", "I like tea!"):
+        await store.add("u1", text)
+    smile = await store.add("u1", "😀")
+    assert (await memory.existing("u1", "I like tea")) == tea
+    assert (await memory.existing("u1", " 😀 ")) == smile
+    assert await memory.existing("u2", "😀") is None
+    assert await memory.existing("u1", "I like") is None
+    record, created = await memory.remember("u1", "😀")
+    assert (record.id, created) == (smile.id, False)
+    newer, _ = await memory.remember("u1", "I like coffee")
+    await store.supersede("u1", tea.id, newer.id)
+    again, created = await memory.remember("u1", "I like tea")  # history is not a duplicate
+    assert created
+    assert again.id != tea.id
+
+
+# -- B4: forgetting a user -------------------------------------------------------------------
+
+
+class Outcome:
+    def __init__(self, output: Any) -> None:
+        self.ok, self.output, self.summary, self.error = True, output, None, None
+        self.duration_ms, self.attempts, self.cached = 1.0, 1, False
+
+
+async def test_forget_user_erases_memories_tool_records_blobs_and_habits(memory: Memory) -> None:
+    assert memory.store is not None
+    assert memory.tools is not None
+    tools = memory.tools
+    await memory.remember("u1", "I like tea")
+    await memory.remember("u2", "I like coffee")
+    mine = tools.key("lookup", {"q": "x"}, user_id="u1", session_id="s-1")
+    shared_blob = tools.key("lookup", {"q": "y"}, user_id="u1", session_id="s-1")
+    theirs = tools.key("lookup", {"q": "y"}, user_id="u2", session_id="s-2")
+    only_mine = await tools.record_call(mine, Outcome({"secret": "u1 only"}), reuse_ttl=600)
+    await tools.record_call(shared_blob, Outcome({"same": 1}))
+    kept = await tools.record_call(theirs, Outcome({"same": 1}))
+    table = await memory._habits_table()
+    assert table is not None
+    await table.save("u1", {"counts": {"a": 4}})
+    await table.save("u2", {"counts": {"b": 1}})
+
+    counts = await memory.forget_user("u1")
+
+    assert counts == {"memories": 1, "blobs": 1, "habits": 1}
+    assert await memory.store.count("u1") == 0
+    assert await memory.store.count("u2") == 1
+    assert len((await tools.index.query(user_id="u1", limit=100)).records) == 0
+    assert len((await tools.index.query(user_id="u2", limit=100)).records) == 1
+    assert only_mine.output_hash is not None
+    assert kept.output_hash is not None
+    assert not await tools.archive.exists(only_mine.output_hash)
+    assert await tools.archive.exists(kept.output_hash)  # still used by u2
+    assert await tools.find_reusable(mine, ttl=600) is None  # L1 forgotten too
+    assert await table.load("u1") is None
+    assert await table.load("u2") is not None
+
+
+async def test_memory_tools_are_recorded_without_their_output(memory: Memory) -> None:
+    assert memory.tools is not None
+    tools = memory.tools
+
+    @tool(toolset="memory")
+    def recall_memories(query: str) -> dict[str, Any]:
+        """Stand-in for the real tool: returns memory text."""
+        return {"memories": [f"secret about {query}"]}
+
+    @tool
+    def echo(text: str) -> dict[str, Any]:
+        """An ordinary tool."""
+        return {"echo": text}
+
+    @tool
+    def remember(content: str) -> dict[str, Any]:
+        """Known by its name alone (default toolset)."""
+        return {"content": f"secret about {content}"}
+
+    registry = ToolRegistry([recall_memories, echo, remember])
+    ctx = ToolContext(session_id="s-tools-0001", user_id="u1", extras={TOOL_MEMORY_KEY: tools})
+    calls = (("recall_memories", {"query": "tea"}), ("echo", {"text": "hi"}),
+             ("remember", {"content": "cake"}))  # fmt: skip
+    for name, arguments in calls:
+        result = await execute_tool_call(registry, ToolCall("c1", name, arguments), ctx)
+        assert result.ok
+    records = {r.tool_name: r for r in (await tools.index.query(user_id="u1", limit=10)).records}
+    plain = records["echo"]
+    for hidden in (records["recall_memories"], records["remember"]):
+        assert hidden.output_hash is not None  # the hash is recorded ...
+        assert hidden.metadata["archived"] is False  # ... the output is not
+        assert not await tools.archive.exists(hidden.output_hash)
+    assert plain.output_hash is not None
+    assert await tools.archive.exists(plain.output_hash)
+    for path in (Path(str(memory.directory)) / "archive").rglob("*"):
+        if path.is_file():
+            assert b"secret about" not in path.read_bytes()
+
+
+async def test_tool_upkeep_prunes_old_records_orphans_and_temp_files(tmp_path: Path) -> None:
+    now = [time.time() - 100 * DAY]  # ends at the real time: blob ages are file times
+    tools = ToolMemory.open(tmp_path / "mem", clock=lambda: now[0])
+    try:
+        old = await tools.record_call(
+            tools.key("t", {"n": 1}, user_id="u1", session_id="s-1"), Outcome({"old": 1})
+        )
+        now[0] += 100 * DAY
+        fresh = await tools.record_call(
+            tools.key("t", {"n": 2}, user_id="u1", session_id="s-1"), Outcome({"fresh": 1})
+        )
+        archive = tools.archive
+        orphan = await archive.put(b'{"nobody":"names me"}')
+        young_orphan = await archive.put(b'{"row":"on its way"}')
+        stale = now[0] - 2 * 3600
+        assert old.output_hash is not None
+        assert fresh.output_hash is not None
+        for digest in (old.output_hash, fresh.output_hash, orphan):
+            os.utime(archive.path_of(digest), (stale, stale))  # type: ignore[attr-defined]
+        temp = archive.path_of(orphan).with_name(".leftover.tmp")  # type: ignore[attr-defined]
+        temp.write_bytes(b"torn")
+        os.utime(temp, (0, 0))
+
+        counts = await run_tool_upkeep(tools, policy=UpkeepPolicy(), now=now[0])
+
+        assert counts == {"blobs": 1, "temp_files": 1, "unreferenced_blobs": 1}
+        left = (await tools.index.query(user_id="u1", limit=10)).records
+        assert [r.output_hash for r in left] == [fresh.output_hash]
+        assert not await archive.exists(old.output_hash)
+        assert not await archive.exists(orphan)
+        assert await archive.exists(young_orphan)  # younger than the grace period
+        assert await archive.exists(fresh.output_hash)
+        assert not temp.exists()
+        assert await run_tool_upkeep(tools, dry_run=True, now=now[0]) == {}
+    finally:
+        await tools.close()
+
+
+async def test_scheduled_upkeep_prunes_the_tool_tiers_too(tmp_path: Path) -> None:
+    now = [time.time() - 100 * DAY]
+    tools = ToolMemory.open(tmp_path / "mem", clock=lambda: now[0])
+    memory = Memory(None, tools, upkeep_policy=UpkeepPolicy(tool_calls_retention_days=30))
+    try:
+        await tools.record_call(tools.key("t", {}, user_id="u1", session_id="s-1"), Outcome(1))
+        now[0] += 100 * DAY
+        assert await run_scheduled_upkeep(memory)  # tools alone keep the schedule going
+        assert len((await tools.index.query(user_id="u1", limit=10)).records) == 0
+        assert not await run_scheduled_upkeep(Memory(None, None))
+    finally:
+        await memory.aclose()
+
+
+# -- B5: one user's memories never change another's search -----------------------------------
+
+
+async def test_other_users_memories_change_neither_scores_nor_recall(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "m.db", embedder=None)
+    try:
+        await store.add("bob", "I drink green tea every morning", kind="preference")
+        await store.add("bob", "我每天早上喝绿茶", kind="preference")
+        queries = ["what tea do I usually drink", "我平时喝什么茶", "green tea or coffee", "tea"]
+
+        async def observe() -> list[tuple[list[float], int]]:
+            seen = []
+            for q in queries:
+                hits = await store.search("bob", q)
+                recalled = await recall(store, "bob", q, force=True)
+                seen.append(([round(h.score, 9) for h in hits], len(recalled.hits)))
+            return seen
+
+        before = await observe()
+        await store.add_many(
+            "alice", [MemoryDraft(f"tea green drink morning 茶 喝 早上 {i}") for i in range(400)]
+        )
+        assert await observe() == before
+        await store.delete_all("alice")
+        assert await observe() == before
+        assert before[0][1] == 1  # bob's own tea memory is recalled
+    finally:
+        await store.close()
+
+
+async def test_user_statistics_follow_every_write_and_match_a_rebuild(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "m.db", embedder=None)
+    try:
+        a = await store.add("u1", "I like tea and tea cakes", topic="food")
+        await store.add("u1", "我喜欢喝绿茶")
+        await store.add("u2", "tea")
+        await store.update("u1", a.id, content="I like coffee")
+        await store.forget("u2", (await store.list("u2"))[0].id)
+
+        def snapshot(conn: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
+            stats = conn.execute("SELECT * FROM memory_user_stats ORDER BY user_id").fetchall()
+            terms = conn.execute("SELECT * FROM memory_user_terms ORDER BY 1, 2").fetchall()
+            return stats, terms
+
+        def rebuilt(conn: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
+            conn.execute("BEGIN IMMEDIATE")
+            rebuild_user_stats(conn)
+            found = snapshot(conn)
+            conn.execute("ROLLBACK")
+            return found
+
+        kept = await store.run_blocking("test", snapshot)
+        assert kept == await store.run_blocking("test", rebuilt)
+        assert [row[0] for row in kept[0]] == ["u1"]  # u2 has no memory left: no stats row
+        assert ("u1", "tea", 1) not in kept[1]  # "tea" left with the update
+        assert ("u1", "coffee", 1) in kept[1]
+    finally:
+        await store.close()
+
+
+async def test_a_version_2_database_gets_its_statistics_on_opening(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    store = MemoryStore(path, embedder=None)
+    await store.add("u1", "I like oolong tea")
+    await store.add("u2", "oolong")
+    await store.close()
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "DROP TABLE memory_user_stats; DROP TABLE memory_user_terms; "
+        "DROP INDEX memories_by_content; "
+        "CREATE TABLE memory_stats (id INTEGER PRIMARY KEY, rows INTEGER, terms INTEGER, "
+        "chars INTEGER); UPDATE memory_schema SET version = 2;"
+    )
+    conn.close()
+    store = MemoryStore(path, embedder=None)
+    try:
+        hits = await store.search("u1", "oolong")
+        assert len(hits) == 1
+        assert hits[0].score == 1.0
+        sql = "SELECT docs FROM memory_user_terms WHERE user_id = 'u1' AND term = 'oolong'"
+        row = await store.run_blocking("test", lambda c: c.execute(sql).fetchone())
+        assert row == (1,)
+    finally:
+        await store.close()
+
+
+@given(st.integers(0, 10_000), st.integers(0, 10_000))
+def test_idf_is_always_positive_and_falls_with_document_count(total: int, docs: int) -> None:
+    docs = min(docs, total)
+    assert idf(total, docs) > 0
+    if docs < total:
+        assert idf(total, docs) > idf(total, docs + 1)
+
+
+async def test_a_tiny_memory_set_scores_sensibly(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "m.db", embedder=None)
+    try:
+        await store.add("u1", "I like tea")
+        await store.add("u1", "I like tea with lemon")
+        hits = await store.search("u1", "tea lemon")
+        assert [h.record.content for h in hits] == ["I like tea with lemon", "I like tea"]
+        assert hits[0].score > hits[1].score > 0
+    finally:
+        await store.close()
+
+
+# -- SF4: text that is not Unicode ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["\ud800x", "caf\udcff", "x\udfff"])
+async def test_lone_surrogates_are_refused(memory: Memory, text: str) -> None:
+    with pytest.raises(InvalidInputError, match="Unicode"):
+        validate_content(text)
+    with pytest.raises(InvalidInputError):
+        await memory.remember("u1", text)
+    assert memory.store is not None
+    assert await memory.store.count("u1") == 0
+
+
+@given(st.text(max_size=50))
+def test_validate_content_accepts_exactly_encodable_text(text: str) -> None:
+    try:
+        kept = validate_content(text)
+    except InvalidInputError:
+        stripped = text.strip()
+        assert (
+            not stripped
+            or "\x00" in stripped
+            or any(0xD800 <= ord(ch) <= 0xDFFF for ch in stripped)
+        )
+    else:
+        assert kept == text.strip()
+        kept.encode("utf-8")
+
+
+# -- SF6 / SF8: the result caches ------------------------------------------------------------
+
+
+def _counting_registry(runs: list[Any]) -> ToolRegistry:
+    @tool(cache_ttl=600)
+    def secret(q: str, ctx: ToolContext) -> dict[str, Any]:
+        """Per-caller secret."""
+        runs.append((ctx.user_id, ctx.session_id))
+        return {"owner": ctx.user_id, "session": ctx.session_id}
+
+    return ToolRegistry([secret])
+
+
+async def test_anonymous_results_are_never_shared_across_sessions() -> None:
+    runs: list[Any] = []
+    registry = _counting_registry(runs)
+    state = PolicyState()
+
+    async def call(user: str | None, session: str) -> bool:
+        ctx = ToolContext(session_id=session, user_id=user, extras={"policy_state": state})
+        result = await execute_tool_call(registry, ToolCall("c1", "secret", {"q": "x"}), ctx)
+        assert result.ok
+        return result.cached
+
+    assert not await call(None, "s-1")
+    assert await call(None, "s-1")  # same anonymous session: reused
+    assert not await call(None, "s-2")  # another anonymous session: never
+    assert not await call("", "s-3")
+    assert not await call(None, "")  # neither user nor session: never cached
+    assert not await call(None, "")
+    assert not await call("alice", "s-1")
+    assert await call("alice", "s-9")  # a user's results follow the user
+    assert len(runs) == 6
+
+
+async def test_reuse_needs_the_same_tool_not_just_the_same_name(tmp_path: Path) -> None:
+    tools = ToolMemory.open(tmp_path / "mem")
+    try:
+
+        @tool(cache_ttl=600)
+        def lookup(q: str) -> dict[str, Any]:
+            """Version 1."""
+            return {"version": 1}
+
+        @tool(name="lookup", cache_ttl=600)
+        def lookup_v2(q: str, limit: int = 5) -> dict[str, Any]:
+            """Version 2: another schema."""
+            return {"version": 2}
+
+        ctx = ToolContext(session_id="s-1", user_id="u1", extras={TOOL_MEMORY_KEY: tools})
+        call = ToolCall("c1", "lookup", {"q": "x"})
+        first = await execute_tool_call(ToolRegistry([lookup]), call, ctx)
+        again = await execute_tool_call(ToolRegistry([lookup]), call, ctx)
+        changed = await execute_tool_call(ToolRegistry([lookup_v2]), call, ctx)
+        assert (first.output, first.cached) == ({"version": 1}, False)
+        assert (again.output, again.cached) == ({"version": 1}, True)
+        assert (changed.output, changed.cached) == ({"version": 2}, False)
+    finally:
+        await tools.close()
+
+
+async def test_the_fingerprint_changes_with_name_and_schema_only(tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    same = {"properties": {"q": {"type": "string"}}, "type": "object"}
+    assert tool_fingerprint("a", schema) == tool_fingerprint("a", same)
+    assert tool_fingerprint("a", schema) != tool_fingerprint("b", schema)
+    assert tool_fingerprint("a", schema) != tool_fingerprint("a", {**schema, "required": ["q"]})
+    tools = ToolMemory.open(tmp_path / "mem")
+    try:  # the fingerprint goes into the L2 input hash, so into every reuse lookup
+        plain = tools.key("a", {"q": "x"}, user_id="u1")
+        one = tools.key("a", {"q": "x"}, user_id="u1", fingerprint=tool_fingerprint("a", schema))
+        two = tools.key("a", {"q": "x"}, user_id="u1", fingerprint=tool_fingerprint("a", same))
+        assert one.input_hash == two.input_hash != plain.input_hash
+    finally:
+        await tools.close()
