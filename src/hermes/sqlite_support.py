@@ -10,7 +10,7 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
@@ -265,3 +265,20 @@ class SQLiteWorker(abc.ABC):
             self._executor.submit(self._close_connection).result()
         finally:
             self._executor.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any exception (re-raised unchanged).
+
+    IMMEDIATE takes the write lock up front, so a read-then-write inside cannot be overtaken
+    by another connection (the one way every Hermes SQLite file writes).
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:  # clean up, then re-raise unchanged
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise

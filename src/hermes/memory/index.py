@@ -45,7 +45,7 @@ from typing import Any, Literal, get_args
 from hermes.errors import HermesError, StoreError
 from hermes.memory.hashing import canonical_json, is_content_hash
 from hermes.session.migrations import Migration, apply_migrations
-from hermes.sqlite_support import SQLiteWorker, is_busy
+from hermes.sqlite_support import SQLiteWorker, is_busy, write_transaction
 
 __all__ = [
     "MIGRATIONS",
@@ -409,15 +409,8 @@ def _insert_one(conn: sqlite3.Connection, row: tuple[Any, ...]) -> int:
 
 
 def _insert_many(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[int]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        ids = [_insert_one(conn, row) for row in rows]
-        conn.execute("COMMIT")
-    except BaseException:  # clean up, then re-raise unchanged
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    return ids
+    with write_transaction(conn):
+        return [_insert_one(conn, row) for row in rows]
 
 
 def _update_status(conn: sqlite3.Connection, record_id: int, status: str, reusable: int) -> bool:

@@ -8,12 +8,12 @@ function of the connection (run inside the step's transaction).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Final
 
 from hermes.errors import StoreError
 from hermes.memory.keywords import rebuild_user_stats
+from hermes.sqlite_support import write_transaction
 
 __all__ = ["MIGRATIONS", "bump_user_version", "migrate", "write_transaction"]
 
@@ -95,19 +95,6 @@ MIGRATIONS: Final[tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], 
     _SCHEMA_V2,
     _SCHEMA_V3,
 )
-
-
-@contextmanager
-def write_transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any exception)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        conn.execute("COMMIT")
-    except BaseException:  # clean up, then re-raise unchanged
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
 
 
 def bump_user_version(conn: sqlite3.Connection, user_id: str) -> None:

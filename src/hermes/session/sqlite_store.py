@@ -13,7 +13,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from hermes.errors import InvalidIdError, SessionAccessError, StoreError
 from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
 from hermes.session.migrations import apply_migrations
-from hermes.sqlite_support import SQLiteWorker, is_busy
+from hermes.sqlite_support import SQLiteWorker, is_busy, write_transaction
 
 DEFAULT_DB_PATH = Path(".hermes") / "hermes.db"
 
@@ -155,18 +154,6 @@ def _covers_until(summary: Item) -> int:
     """The last seq a summary folds in; a summary without the mark covers all before it."""
     value = (summary.meta or {}).get("covers_until")
     return value if isinstance(value, int) else summary.seq - 1
-
-
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        conn.execute("COMMIT")
-    except BaseException:  # clean up, then re-raise unchanged
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
 
 
 def _check_ids(session_id: str, user_id: str | None) -> None:
@@ -361,7 +348,7 @@ def _ensure_session(
     row = conn.execute(_SELECT_SESSION, (session_id,)).fetchone()
     if row is not None and not _needs_claim(row, session_id, user_id, title):
         return _record_from_row(row)
-    with _transaction(conn):
+    with write_transaction(conn):
         created = _ensure_locked(conn, session_id, user_id, title, now)
         if created is not None:
             return created
@@ -413,7 +400,7 @@ def _append(
 ) -> int:
     """Write items and/or state in one transaction; return the seq of the first item."""
     count = len(rows)
-    with _transaction(conn):
+    with write_transaction(conn):
         # One statement reserves the seqs and saves the state (RETURNING: SQLite >= 3.35);
         # the write lock of BEGIN IMMEDIATE keeps the reserved range ours.
         if state_row is None:
@@ -510,7 +497,7 @@ def _bulk_import(
     items: Iterable[Item],
     now: float,
 ) -> int:
-    with _transaction(conn):
+    with write_transaction(conn):
         _ensure_locked(conn, session_id, user_id, None, now)
         (last_seq,) = conn.execute(
             "SELECT last_seq FROM sessions WHERE session_id = ?", (session_id,)
