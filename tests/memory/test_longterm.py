@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import importlib.util
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from hermes.memory.embed import (
     build_user_vectors,
     load_default_embedder,
 )
-from hermes.memory.keywords import tokenize
 from hermes.memory.longterm import MemoryStore, combine_scores
 from hermes.memory.records import (
     MAX_CONTENT_CHARS,
@@ -35,45 +33,10 @@ from hermes.memory.records import (
     SearchFilter,
 )
 from hermes.session.sqlite_store import SQLiteStore
+from tests.memory.conftest import FakeEmbedder
 
 DAY = 86_400.0
 NOW = 1_750_000_000.0
-
-
-class FakeEmbedder:
-    """A deterministic embedder: hashed bag of tokens in 64 dimensions, cosine as similarity."""
-
-    model_name = "fake-bag-of-tokens:1"
-
-    def __init__(self) -> None:
-        self.passages = 0
-
-    def _vector(self, text: str) -> Any:
-        import numpy
-
-        vector = numpy.zeros(64, dtype=numpy.float32)
-        tokens = tokenize(text)
-        for token in (*tokens.terms, *tokens.chars):
-            vector[int(hashlib.md5(token.encode()).hexdigest(), 16) % 64] += 1.0
-        norm = float(numpy.linalg.norm(vector))
-        return vector / norm if norm else vector
-
-    def embed_passages(self, texts: Sequence[str]) -> tuple[Any, Any]:
-        import numpy
-
-        self.passages += len(texts)
-        matrix = numpy.stack([self._vector(t) for t in texts]) if texts else numpy.zeros((0, 64))
-        return matrix.astype(numpy.float32), numpy.zeros((len(texts), 1), dtype=numpy.float32)
-
-    def embed_query(self, text: str) -> QueryVector:
-        import numpy
-
-        return QueryVector(self._vector(text), numpy.zeros(1, dtype=numpy.float32))
-
-    def similarities(self, query: QueryVector, matrix: Any, calibration: Any) -> Any:
-        import numpy
-
-        return numpy.clip(matrix @ query.vector, 0.0, 1.0).astype(numpy.float32)
 
 
 class FailingEmbedder(FakeEmbedder):
@@ -82,25 +45,6 @@ class FailingEmbedder(FakeEmbedder):
 
     def embed_query(self, text: str) -> QueryVector:
         raise RuntimeError("engine crashed")
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    memory = MemoryStore(tmp_path / "memory.db", embedder=None)
-    try:
-        yield memory
-    finally:
-        await memory.close()
-
-
-@pytest.fixture
-async def vector_store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    pytest.importorskip("numpy")
-    memory = MemoryStore(tmp_path / "memory.db", embedder=FakeEmbedder())
-    try:
-        yield memory
-    finally:
-        await memory.close()
 
 
 # -- validation ------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from hermes.models.base import ToolCall
 from hermes.tools import ToolContext, ToolRegistry, execute_tool_call, tool
 from hermes.tools.executor import TOOL_MEMORY_KEY
 from hermes.tools.policies import PolicyState
-from tests.memory.test_longterm import FakeEmbedder
+from tests.memory.conftest import FakeEmbedder
 
 DAY = 86_400.0
 WAIT = 5.0  # seconds a test waits for a worker thread before it fails (never reached)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,30 +21,10 @@ from hermes.memory.recall import (
     select_hits,
 )
 from hermes.memory.records import MemoryDraft, MemoryHit, MemoryRecord
-from tests.memory.test_longterm import FakeEmbedder
 
 DAY = 86_400.0
 NOW = 1_750_000_000.0
 RECALL_SET = Path(__file__).parent / "data" / "recall_set.yaml"
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    memory = MemoryStore(tmp_path / "memory.db", embedder=None)
-    try:
-        yield memory
-    finally:
-        await memory.close()
-
-
-@pytest.fixture
-async def vector_store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    pytest.importorskip("numpy")
-    memory = MemoryStore(tmp_path / "memory.db", embedder=FakeEmbedder())
-    try:
-        yield memory
-    finally:
-        await memory.close()
 
 
 def _record(user: str = "alice", *, sensitive: bool = False, topic: str | None = None) -> Any:

@@ -1,0 +1,69 @@
+"""Shared pieces of the memory tests: a deterministic embedder and long-term stores."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hermes.memory.embed import QueryVector
+from hermes.memory.keywords import tokenize
+from hermes.memory.longterm import MemoryStore
+
+
+class FakeEmbedder:
+    """A deterministic embedder: hashed bag of tokens in 64 dimensions, cosine as similarity."""
+
+    model_name = "fake-bag-of-tokens:1"
+
+    def __init__(self) -> None:
+        self.passages = 0
+
+    def _vector(self, text: str) -> Any:
+        import numpy
+
+        vector = numpy.zeros(64, dtype=numpy.float32)
+        tokens = tokenize(text)
+        for token in (*tokens.terms, *tokens.chars):
+            vector[int(hashlib.md5(token.encode()).hexdigest(), 16) % 64] += 1.0
+        norm = float(numpy.linalg.norm(vector))
+        return vector / norm if norm else vector
+
+    def embed_passages(self, texts: Sequence[str]) -> tuple[Any, Any]:
+        import numpy
+
+        self.passages += len(texts)
+        matrix = numpy.stack([self._vector(t) for t in texts]) if texts else numpy.zeros((0, 64))
+        return matrix.astype(numpy.float32), numpy.zeros((len(texts), 1), dtype=numpy.float32)
+
+    def embed_query(self, text: str) -> QueryVector:
+        import numpy
+
+        return QueryVector(self._vector(text), numpy.zeros(1, dtype=numpy.float32))
+
+    def similarities(self, query: QueryVector, matrix: Any, calibration: Any) -> Any:
+        import numpy
+
+        return numpy.clip(matrix @ query.vector, 0.0, 1.0).astype(numpy.float32)
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
+    memory = MemoryStore(tmp_path / "memory.db", embedder=None)
+    try:
+        yield memory
+    finally:
+        await memory.close()
+
+
+@pytest.fixture
+async def vector_store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
+    pytest.importorskip("numpy")
+    memory = MemoryStore(tmp_path / "memory.db", embedder=FakeEmbedder())
+    try:
+        yield memory
+    finally:
+        await memory.close()
