@@ -119,4 +119,5 @@ memory:
   upkeep_interval_hours: 24 # merge / demote / resolve conflicts; null: only `hermes memory upkeep`
   demote_after_days: 90     # never-recalled memories are demoted after this …
   delete_after_days: 180    # … and deleted after this
+  tool_calls_retention_days: 90   # upkeep prunes older tool-call index entries and their outputs
 """

@@ -310,6 +310,9 @@ class MemoryConfig(_Section):
     #: ``delete_after_days``.
     demote_after_days: float = Field(default=90, gt=0)
     delete_after_days: float = Field(default=180, gt=0)
+    #: Tool-call index entries (and the archived outputs only they used) are pruned by upkeep
+    #: after this many days.
+    tool_calls_retention_days: float = Field(default=90, gt=0)
 
     @field_validator("semantic", "extraction", mode="before")
     @classmethod

@@ -131,6 +131,7 @@ class UpkeepPolicy:
         return cls(
             demote_after_days=config.demote_after_days,
             delete_after_days=config.delete_after_days,
+            tool_calls_retention_days=config.tool_calls_retention_days,
         )
 
 
