@@ -13,9 +13,11 @@ import pytest
 
 from hermes.errors import ToolExecutionError
 from hermes.memory.cache import MemoryCache
-from hermes.memory.tiers import ToolMemory
+from hermes.memory.hashing import content_hash
+from hermes.memory.tiers import ToolMemory, tool_fingerprint
 from hermes.models.base import ToolCall
 from hermes.tools import ToolContext, ToolRegistry, execute_tool_call, tool
+from hermes.tools.base import Tool
 from hermes.tools.executor import MEMORY_BACKGROUND_KEY, TOOL_MEMORY_KEY
 from hermes.tools.policies import PolicyState
 
@@ -132,6 +134,86 @@ async def test_a_cache_ttl_call_is_reused_from_l1_then_from_l2_l3_after_a_restar
     assert restarted.attempts == 0
     assert restarted.output == first.output
     assert restarted.summary == "USD rate"
+
+
+def tool_of(registry: ToolRegistry, name: str) -> Tool:
+    found = registry.get(name)
+    assert found is not None
+    return found
+
+
+def fingerprint_of(registry: ToolRegistry, name: str) -> str:
+    """What the executor records as the tool's version (name, schemas, function)."""
+    found = tool_of(registry, name)
+    fn = found.fn
+    where = f"{fn.__module__}.{fn.__qualname__}"
+    return tool_fingerprint(found.name, found.parameters, [found.output_schema, where])
+
+
+async def test_the_input_hash_is_of_the_arguments_alone_and_the_tool_version_apart(
+    process: Process,
+) -> None:
+    runs: list[int] = []
+
+    @tool(cache_ttl=600)
+    def convert(amount: int, currency: str) -> dict[str, Any]:
+        """Convert an amount."""
+        runs.append(amount)
+        return {"amount": amount, "currency": currency}
+
+    registry = ToolRegistry([convert])
+    memory = process.open()
+    first = await run(registry, context(memory), "convert", amount=5, currency="USD")
+    again = await run(registry, context(memory), "convert", currency="USD", amount=5)
+    assert (first.cached, again.cached, runs) == (False, True, [5])
+
+    records = (await memory.index.by_session("s-exec-0001", order="oldest")).records
+    expected = content_hash({"amount": 5, "currency": "USD"})
+    assert [r.input_hash for r in records] == [expected, expected]
+    assert expected == content_hash({"currency": "USD", "amount": 5})
+    version = fingerprint_of(registry, "convert")
+    assert len(version) == 32
+    assert [r.tool_version for r in records] == [version, version]
+
+
+async def test_another_function_under_the_same_name_and_schema_is_not_reused(
+    process: Process,
+) -> None:
+    counted = Counted()
+    memory = process.open()
+    await run(counted.registry(), context(memory), "rate", currency="USD")
+
+    @tool(name="rate", cache_ttl=600)
+    def rate_elsewhere(currency: str) -> dict[str, Any]:
+        """Exchange rate."""
+        counted.runs.append(f"elsewhere {currency}")
+        return {"currency": currency, "rate": 0}
+
+    other = ToolRegistry([rate_elsewhere])
+    assert tool_of(other, "rate").parameters == tool_of(counted.registry(), "rate").parameters
+    changed = await run(other, context(memory), "rate", currency="USD")
+    await memory.close()
+    after_restart = await run(other, context(process.open()), "rate", currency="USD")
+    assert (changed.cached, changed.output["rate"]) == (False, 0)
+    assert after_restart.cached  # its own result, not the first tool's
+    assert after_restart.output == changed.output
+    assert counted.runs == ["USD", "elsewhere USD"]
+
+
+async def test_the_same_tool_rebuilt_after_a_restart_reuses_its_results(
+    process: Process,
+) -> None:
+    counted = Counted()
+    before = counted.registry()
+    first = await run(before, context(process.open()), "rate", currency="CNY")
+    await process.opened[-1].close()
+    after = counted.registry()  # new Tool objects, as a new process builds them
+    assert tool_of(after, "rate") is not tool_of(before, "rate")
+    assert fingerprint_of(after, "rate") == fingerprint_of(before, "rate")
+    again = await run(after, context(process.open()), "rate", currency="CNY")
+    assert again.cached
+    assert again.output == first.output
+    assert counted.runs == ["CNY"]
 
 
 async def test_reuse_never_crosses_users_or_anonymous_sessions(process: Process) -> None:

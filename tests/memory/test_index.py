@@ -20,6 +20,7 @@ from hermes.memory.index import (
     ToolCallIndex,
     ToolCallStatus,
 )
+from hermes.session.migrations import apply_migrations
 
 T0 = 1_800_000_000.0
 H_IN = content_hash({"city": "上海"})
@@ -36,6 +37,7 @@ def call(
     status: ToolCallStatus = "ok",
     at: float = T0,
     reusable: bool = False,
+    version: str = "",
     **metadata: Any,
 ) -> NewToolCall:
     return NewToolCall(
@@ -48,6 +50,7 @@ def call(
         timestamp=at,
         metadata={"ok": status == "ok", **metadata},
         reusable=reusable,
+        tool_version=version,
     )
 
 
@@ -198,6 +201,42 @@ async def test_a_failed_or_unhashed_call_cannot_be_marked_reusable(index: ToolCa
         await index.record(call(input_hash=None, reusable=True))
 
 
+async def test_the_tool_version_is_stored_apart_from_the_input_hash(
+    index: ToolCallIndex,
+) -> None:
+    record_id = await index.record(call(version="fp-1"))
+    record = await index.get(record_id)
+    assert record is not None
+    assert (record.input_hash, record.tool_version) == (H_IN, "fp-1")
+    listed = await index.by_session("session-0001")
+    assert [r.tool_version for r in listed.records] == ["fp-1"]
+
+
+async def test_the_reuse_lookup_matches_the_tool_version_exactly(index: ToolCallIndex) -> None:
+    await index.record(call(at=T0, reusable=True, version="fp-1", n=1))
+    await index.record(call(at=T0 + 1, reusable=True, version="", n=2))
+
+    async def find(version: str) -> int | None:
+        found = await index.latest_reusable(
+            "get_weather", H_IN, user_id="u1", tool_version=version, max_age=60, now=T0 + 2
+        )
+        return None if found.first is None else found.first.metadata["n"]
+
+    assert await find("fp-1") == 1  # not the newer row of another version
+    assert await find("") == 2  # unversioned calls reuse each other only
+    assert await find("fp-2") is None
+
+
+async def test_a_bad_tool_version_is_refused(index: ToolCallIndex) -> None:
+    with pytest.raises(InvalidRecordError, match="tool_version"):
+        await index.record(call(version="v" * 300))
+    not_a_version: Any = None
+    with pytest.raises(InvalidRecordError, match="tool_version"):
+        await index.latest_reusable(
+            "t", H_IN, user_id="u1", tool_version=not_a_version, max_age=1, now=T0
+        )
+
+
 async def test_set_status_confirms_a_record(index: ToolCallIndex) -> None:
     record_id = await index.record(call(status="unconfirmed"))
     assert await index.set_status(record_id, "ok", reusable=True)
@@ -256,14 +295,31 @@ async def test_each_query_shape_is_an_index_walk_without_a_sort(
     assert "TEMP B-TREE" not in plan
 
 
-async def test_the_reuse_lookup_is_one_seek_in_its_partial_index(index: ToolCallIndex) -> None:
+@pytest.mark.parametrize("session", [None, "session-0001"])
+async def test_the_reuse_lookup_is_one_seek_in_its_partial_index(
+    index: ToolCallIndex, session: str | None
+) -> None:
+    await index.record_many(
+        [call(at=T0 + i, reusable=i % 2 == 0, version=f"v{i % 3}") for i in range(200)]
+    )
     found = await index.latest_reusable(
-        "get_weather", H_IN, user_id="u1", max_age=60, now=T0, debug=True
+        "get_weather",
+        H_IN,
+        user_id="u1",
+        session_id=session,
+        tool_version="v1",
+        max_age=60,
+        now=T0 + 200,
+        debug=True,
     )
     assert found.plan is not None
     plan = " | ".join(found.plan)
-    assert "tool_calls_reusable" in plan
+    # Every equality of the lookup, the tool version included, is part of the seek.
+    seek = "tool_calls_reusable (tool_name=? AND user_id=? AND input_hash=? AND tool_version=?"
+    assert seek in plan
     assert "TEMP B-TREE" not in plan
+    assert found.first is not None
+    assert (found.first.tool_version, found.first.timestamp) == ("v1", T0 + 196)
 
 
 # -- writing in bulk, forgetting, pruning -----------------------------------------------------
@@ -360,8 +416,61 @@ async def test_records_survive_closing_and_reopening_the_file(db: Path) -> None:
 
 async def test_the_schema_is_versioned(index: ToolCallIndex, db: Path) -> None:
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 2
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def _a_version_1_file(db: Path) -> None:
+    """A memory.db as the previous release left it: schema v1, whose input_hash had the tool
+    fingerprint folded in (one reusable row, one failed row)."""
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        assert apply_migrations(conn, str(db), MIGRATIONS[:1]) == 1
+        insert = (
+            "INSERT INTO tool_calls (session_id, user_id, tool_name, input_hash, output_hash, "
+            "status, reusable, created_at, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        conn.execute(
+            insert, ("session-0001", "u1", "get_weather", H_IN, H_OUT, "ok", 1, T0, '{"n":1}')
+        )
+        conn.execute(
+            insert, ("session-0001", "u1", "get_weather", H_IN, None, "error", 0, T0 + 1, "{}")
+        )
+    finally:
+        conn.close()
+
+
+async def test_a_version_1_file_is_migrated_and_its_rows_stay_readable(db: Path) -> None:
+    _a_version_1_file(db)
+    index = ToolCallIndex(db)
+    try:
+        old = (await index.by_session("session-0001", order="oldest")).records
+        assert [(r.status, r.input_hash, r.tool_version) for r in old] == [
+            ("ok", H_IN, None),
+            ("error", H_IN, None),
+        ]
+        assert old[0].metadata == {"n": 1}
+        assert len(await index.by_tool("get_weather", since=T0, until=T0 + 2)) == 2
+        for version in ("", "fp-1"):  # a row from before versions is never reused
+            stale = await index.latest_reusable(
+                "get_weather", H_IN, user_id="u1", tool_version=version, max_age=60, now=T0 + 2
+            )
+            assert stale.first is None
+        new_id = await index.record(call(at=T0 + 2, reusable=True, version="fp-1"))
+        fresh = await index.latest_reusable(
+            "get_weather", H_IN, user_id="u1", tool_version="fp-1", max_age=60, now=T0 + 3
+        )
+        assert fresh.first is not None
+        assert fresh.first.id == new_id
+    finally:
+        await index.close()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        [reuse_index] = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'tool_calls_reusable'"
+        ).fetchone()
+        assert "tool_version" in reuse_index
 
 
 def test_a_file_from_a_newer_hermes_is_refused(db: Path) -> None:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from hermes.errors import InvalidInputError
 from hermes.memory.facade import Memory, run_scheduled_upkeep
+from hermes.memory.hashing import content_hash
 from hermes.memory.keywords import idf, rebuild_user_stats
 from hermes.memory.longterm import MemoryStore
 from hermes.memory.recall import recall
@@ -488,10 +489,13 @@ async def test_the_fingerprint_changes_with_name_and_schema_only(tmp_path: Path)
     assert tool_fingerprint("a", schema) != tool_fingerprint("b", schema)
     assert tool_fingerprint("a", schema) != tool_fingerprint("a", {**schema, "required": ["q"]})
     tools = ToolMemory.open(tmp_path / "mem")
-    try:  # the fingerprint goes into the L2 input hash, so into every reuse lookup
+    try:  # the fingerprint is the key's tool version, matched by every reuse lookup ...
         plain = tools.key("a", {"q": "x"}, user_id="u1")
-        one = tools.key("a", {"q": "x"}, user_id="u1", fingerprint=tool_fingerprint("a", schema))
-        two = tools.key("a", {"q": "x"}, user_id="u1", fingerprint=tool_fingerprint("a", same))
-        assert one.input_hash == two.input_hash != plain.input_hash
+        one = tools.key("a", {"q": "x"}, user_id="u1", tool_version=tool_fingerprint("a", schema))
+        two = tools.key("a", {"q": "x"}, user_id="u1", tool_version=tool_fingerprint("a", same))
+        assert one.tool_version == two.tool_version != plain.tool_version == ""
+        assert one.cache_slot() == two.cache_slot() != plain.cache_slot()
+        # ... and never part of the input hash, which is of the arguments alone
+        assert one.input_hash == two.input_hash == plain.input_hash == content_hash({"q": "x"})
     finally:
         await tools.close()

@@ -13,7 +13,7 @@ from hermes.memory.archive import LocalArchive
 from hermes.memory.cache import TOOL_RESULTS, MemoryCache
 from hermes.memory.hashing import canonical_bytes, content_hash
 from hermes.memory.index import ToolCallIndex
-from hermes.memory.tiers import ToolMemory
+from hermes.memory.tiers import CallKey, ToolMemory
 from hermes.models.base import ToolCall
 from hermes.tools import ToolContext, ToolRegistry, execute_tool_call, tool
 from hermes.tools.base import ToolResult
@@ -150,6 +150,38 @@ async def test_argument_key_order_does_not_matter(memory: ToolMemory) -> None:
     await run_once(memory, args={"city": "上海", "days": 3})
     hit = await lookup(memory, args={"days": 3, "city": "上海"})
     assert hit is not None
+
+
+async def test_the_input_hash_is_of_the_arguments_alone_in_any_key_order(
+    memory: ToolMemory,
+) -> None:
+    reordered = {"days": 3, "city": "上海"}
+    keys = [
+        memory.key("get_weather", arguments, user_id="u1", session_id="session-0001", **version)
+        for arguments in (ARGS, reordered)
+        for version in ({}, {"tool_version": "fp-1"}, {"tool_version": "fp-2"})
+    ]
+    assert {key.input_hash for key in keys} == {content_hash(ARGS)}
+    assert content_hash(ARGS) == content_hash(reordered)
+    await memory.record_call(keys[1], ok(), reuse_ttl=600)
+    [record] = (await memory.index.by_session("session-0001")).records
+    assert (record.input_hash, record.tool_version) == (content_hash(ARGS), "fp-1")
+
+
+async def test_a_result_is_reused_only_by_the_same_tool_version(
+    memory: ToolMemory, tiers: Tiers
+) -> None:
+    def key(mem: ToolMemory, version: str) -> CallKey:
+        return mem.key("get_weather", ARGS, user_id="u1", session_id="s-1", tool_version=version)
+
+    await memory.record_call(key(memory, "fp-1"), ok(), reuse_ttl=600)
+    assert await memory.find_reusable(key(memory, "fp-2"), ttl=600) is None  # not from L1
+    assert await memory.find_reusable(key(memory, ""), ttl=600) is None
+    restarted = await tiers.restart(memory)
+    assert await restarted.find_reusable(key(restarted, "fp-2"), ttl=600) is None  # nor L2
+    hit = await restarted.find_reusable(key(restarted, "fp-1"), ttl=600)
+    assert hit is not None
+    assert (hit.output, hit.tier) == (OUTPUT, "l3")
 
 
 async def test_different_arguments_are_a_different_call(memory: ToolMemory) -> None:

@@ -17,8 +17,17 @@ Choices, documented once:
   ``PRAGMA user_version``, which is one number per file; and the index's write rate (every
   tool call) should not contend with the session's locks.
 - **Hashes** are sha256 over canonical JSON (``hermes.memory.hashing``); ``input_hash`` is
-  ``NULL`` when the arguments have no JSON form (such a call is recorded, never reused) and
-  ``output_hash`` when there is no output (a failed call).
+  the hash of the call's arguments alone — the same arguments in any key order have the same
+  hash, whichever tool or version took them — ``NULL`` when the arguments have no JSON form
+  (such a call is recorded, never reused); ``output_hash`` is ``NULL`` when there is no
+  output (a failed call).
+- ``tool_version`` (schema v2) identifies the tool that ran: the caller's fingerprint of its
+  name, schemas and function (``hermes.memory.tiers.tool_fingerprint``), or ``''`` when the
+  caller gave none. The reuse lookup matches it exactly, so a changed tool, or another tool
+  of the same name, never answers from the old one's results — without folding the version
+  into ``input_hash``, which would change what that column means. Rows recorded before v2
+  have ``NULL`` (the version that produced them is unknown): they stay readable in every
+  query but are never reused (``NULL`` equals nothing; the reuse index leaves them out).
 - ``status`` is ``ok`` | ``error`` | ``unconfirmed``; ``reusable`` (0/1) marks the rows the
   tiers may answer a later identical call from: a fresh (not itself reused), confirmed, ok
   result of a ``cache_ttl`` tool whose output is archived in L3.
@@ -96,19 +105,32 @@ _V1: Migration = (
     "WHERE reusable = 1",
 )
 
-MIGRATIONS: tuple[Migration, ...] = (_V1,)
+# v2: the tool's version in its own column (see the module docstring); v1 had folded it into
+# input_hash. Existing rows get NULL and so are never reused again — at worst one rerun of a
+# cached call after the upgrade. The reuse index gains the column (still one seek to the
+# newest row, see ``latest_reusable``) and leaves the NULL rows out: SQLite uses a partial
+# index whose ``x IS NOT NULL`` term is implied by the query's ``x = ?``.
+_V2: Migration = (
+    "ALTER TABLE tool_calls ADD COLUMN tool_version TEXT",
+    "DROP INDEX tool_calls_reusable",
+    "CREATE INDEX tool_calls_reusable "
+    "ON tool_calls (tool_name, user_id, input_hash, tool_version, created_at) "
+    "WHERE reusable = 1 AND tool_version IS NOT NULL",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2)
 
 _COLUMNS = (
     "id, session_id, user_id, tool_name, input_hash, output_hash, status, reusable, "
-    "created_at, metadata"
+    "created_at, metadata, tool_version"
 )
 _INSERT = (
     "INSERT INTO tool_calls (session_id, user_id, tool_name, input_hash, output_hash, status, "
-    "reusable, created_at, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "reusable, created_at, metadata, tool_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _SELECT_REUSABLE = (
     f"SELECT {_COLUMNS} FROM tool_calls WHERE tool_name = ? AND user_id = ? AND input_hash = ? "
-    "AND reusable = 1 AND created_at >= ?"
+    "AND tool_version = ? AND reusable = 1 AND created_at >= ?"
 )
 _NEWEST_FIRST = " ORDER BY created_at DESC, id DESC LIMIT ?"
 
@@ -122,7 +144,9 @@ class InvalidRecordError(HermesError):
 
 @dataclass(frozen=True, slots=True)
 class NewToolCall:
-    """One tool call to record. ``user_id`` ``None`` (or ``""``) is an anonymous caller."""
+    """One tool call to record. ``user_id`` ``None`` (or ``""``) is an anonymous caller;
+    ``tool_version`` ``""`` is a tool whose caller gave no version (see the module docstring).
+    """
 
     session_id: str
     user_id: str | None
@@ -133,6 +157,7 @@ class NewToolCall:
     timestamp: float
     metadata: Mapping[str, Any] = field(default_factory=dict)
     reusable: bool = False
+    tool_version: str = ""
 
 
 @dataclass(frozen=True)
@@ -140,7 +165,8 @@ class ToolCallRecord:
     """One recorded tool call (see the module docstring for the fields).
 
     ``metadata`` is parsed from ``metadata_json`` on first access: a query of 100 rows that
-    only needs ids and hashes does not pay for 100 JSON parses.
+    only needs ids and hashes does not pay for 100 JSON parses. ``tool_version`` is ``None``
+    for a row recorded before schema v2 (never reused).
     """
 
     id: int
@@ -153,6 +179,7 @@ class ToolCallRecord:
     reusable: bool
     timestamp: float
     metadata_json: str = field(default="{}", repr=False)
+    tool_version: str | None = None
 
     @property
     def at(self) -> datetime:
@@ -370,19 +397,23 @@ class ToolCallIndex(SQLiteWorker):
         *,
         user_id: str | None,
         session_id: str | None = None,
+        tool_version: str = "",
         max_age: float,
         now: float,
         debug: bool | None = None,
     ) -> QueryResult:
         """The newest reusable record of this exact call recorded at most ``max_age`` seconds
-        before ``now`` — by ``user_id`` (``None``: anonymous callers), and within
-        ``session_id`` when given. At most one record."""
+        before ``now`` — by ``user_id`` (``None``: anonymous callers), of exactly this
+        ``tool_version`` (rows from before schema v2 never match), and within ``session_id``
+        when given. At most one record."""
         if not is_content_hash(input_hash):
             raise InvalidRecordError("input_hash must be 64 lowercase hex characters")
+        _check_name(tool_version, "tool_version", allow_empty=True)
         if not max_age > 0:  # also refuses NaN; infinity means "any age"
             raise InvalidRecordError(f"max_age must be a positive number, got {max_age!r}")
         sql = _SELECT_REUSABLE
-        params: tuple[Any, ...] = (tool_name, user_id or "", input_hash, now - max_age)
+        since = now - max_age
+        params: tuple[Any, ...] = (tool_name, user_id or "", input_hash, tool_version, since)
         if session_id is not None:
             sql += " AND session_id = ?"
             params += (session_id,)
@@ -483,6 +514,7 @@ def _row_of(call: NewToolCall) -> tuple[Any, ...]:
     """The column values of a new record, checked (raises :class:`InvalidRecordError`)."""
     _check_name(call.tool_name, "tool_name", allow_empty=False)
     _check_name(call.session_id, "session_id", allow_empty=True)
+    _check_name(call.tool_version, "tool_version", allow_empty=True)
     if call.user_id is not None:
         _check_name(call.user_id, "user_id", allow_empty=True)
     for name, value in (("input_hash", call.input_hash), ("output_hash", call.output_hash)):
@@ -509,14 +541,16 @@ def _row_of(call: NewToolCall) -> tuple[Any, ...]:
         1 if call.reusable else 0,
         timestamp,
         metadata,
+        call.tool_version,
     )
 
 
 def _record_of(row: Any) -> ToolCallRecord:
-    record_id, session, user, tool, input_hash, output_hash, status, reusable, at, meta = row
+    record_id, session, user, tool, input_hash, output_hash, status, reusable = row[:8]
+    at, meta, version = row[8:]
     return ToolCallRecord(
         record_id, session, user or None, tool, input_hash, output_hash, status, bool(reusable),
-        at, meta,
+        at, meta, version,
     )  # fmt: skip
 
 

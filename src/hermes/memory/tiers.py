@@ -21,9 +21,10 @@ before. Failed results are recorded, never reused. Recording never raises for a 
 failure: the call happened, so its result must still reach the model; what could not be
 stored is logged and reported in :class:`RecordedCall`.
 
-**Reuse** answers an identical call — same tool, same canonical input hash, same *scope* —
-made within the tool's TTL: from L1 when this process saw it, else from the L2 row plus its
-L3 blob, which survive a restart. L3 is read only when L1 cannot answer and L2 names a blob.
+**Reuse** answers an identical call — same tool name and version, same canonical input hash,
+same *scope* — made within the tool's TTL: from L1 when this process saw it, else from the L2
+row plus its L3 blob, which survive a restart. L3 is read only when L1 cannot answer and L2
+names a blob.
 
 **Scope** (a result never crosses users): ``"user"`` (default) reuses a result for the same
 user in any of their sessions; ``"session"`` only within the session. A call without a user
@@ -35,6 +36,14 @@ and never reused; an output with no JSON form is recorded without an output hash
 ``output_not_json_safe``); an output over the archive's size limit is not archived (note
 ``too_large``) and so not reusable after L1; a blob that fails verification (a torn write, a
 bad disk) is a miss, is deleted, and is rewritten by the next successful call.
+
+**Tool versions**: ``input_hash`` is the hash of the arguments alone (what the L2 column
+means: equal arguments, equal hash). Which tool produced a result is its ``tool_version``
+(:func:`tool_fingerprint` — name, schemas, function — given to :meth:`ToolMemory.key` by the
+executor), kept in its own L2 column and in the L1 slot; a lookup matches it exactly, so a
+changed tool, or another tool of the same name, never reuses the old one's results. A key
+made without a version has ``""``: such calls reuse each other's results only. Rows recorded
+before the index had the column are never reused (see ``hermes.memory.index``).
 """
 
 from __future__ import annotations
@@ -114,8 +123,9 @@ class CallOutcome(Protocol):
 class CallKey:
     """Who called which tool with what: built once per call by :meth:`ToolMemory.key`.
 
-    ``input_hash`` is ``None`` when the arguments have no JSON form (``input_problem`` says
-    why); ``scope_key`` is ``None`` when the call has no scope to be reused in.
+    ``input_hash`` (of the arguments alone) is ``None`` when the arguments have no JSON
+    form (``input_problem`` says why); ``scope_key`` is ``None`` when the call has no scope to
+    be reused in; ``tool_version`` is the tool's fingerprint (``""``: none given).
     """
 
     tool_name: str
@@ -125,11 +135,14 @@ class CallKey:
     scope: ReuseScope
     scope_key: tuple[str, str] | None
     input_problem: str | None = None
+    tool_version: str = ""
 
     def cache_slot(self) -> Hashable:
         """The L1 key of this call's reusable result (the user first after the tool, so
         forgetting a user finds their entries whatever the scope)."""
-        return (self.tool_name, self.user_id or "", self.scope_key, self.input_hash)
+        return (
+            self.tool_name, self.user_id or "", self.scope_key, self.tool_version, self.input_hash,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,18 +251,17 @@ class ToolMemory:
         user_id: str | None,
         session_id: str = "",
         scope: ReuseScope = "user",
-        fingerprint: str | None = None,
+        tool_version: str = "",
     ) -> CallKey:
         """The identity of one call: hashes the arguments once for lookup and record.
 
-        ``fingerprint`` identifies the tool itself (:func:`tool_fingerprint`: its name and
-        schema); when given it is hashed together with the arguments, so a tool whose schema
-        changed, or another tool of the same name, never reuses a result of the old one."""
+        ``input_hash`` is the canonical hash of ``arguments`` alone. ``tool_version``
+        identifies the tool itself (:func:`tool_fingerprint`: its name, schemas, function);
+        it is recorded beside the hash and matched by every lookup, so a tool whose schema or
+        function changed, or another tool of the same name, never reuses the old one's
+        results."""
         try:
-            material: Any = dict(arguments)
-            if fingerprint is not None:
-                material = {"arguments": material, "tool": fingerprint}
-            input_hash: str | None = content_hash(material)
+            input_hash: str | None = content_hash(dict(arguments))
             problem = None
         except NotJSONSafeError as exc:
             input_hash, problem = None, exc.message
@@ -260,8 +272,9 @@ class ToolMemory:
         else:
             scope_key = None
         return CallKey(
-            tool_name, session_id, user_id or None, input_hash, scope, scope_key, problem
-        )
+            tool_name, session_id, user_id or None, input_hash, scope, scope_key, problem,
+            tool_version,
+        )  # fmt: skip
 
     # -- reuse -------------------------------------------------------------------------------
     async def find_reusable(self, key: CallKey, *, ttl: float) -> ReusedResult | None:
@@ -308,6 +321,7 @@ class ToolMemory:
                 key.input_hash,
                 user_id=key.user_id,
                 session_id=session,
+                tool_version=key.tool_version,
                 max_age=ttl,
                 now=now,
             )
@@ -450,6 +464,7 @@ class ToolMemory:
             timestamp=timestamp,
             metadata=metadata,
             reusable=reusable,
+            tool_version=key.tool_version,
         )
         try:
             return await self.index.record(call)
@@ -475,6 +490,7 @@ class ToolMemory:
             can_reuse = (
                 reuse
                 and record.input_hash is not None
+                and record.tool_version is not None  # recorded before versions: never reused
                 and record.output_hash is not None
                 and record.metadata.get("archived") is True
             )
@@ -562,8 +578,8 @@ def _old_digests(archive: LocalArchive, cutoff: float) -> list[str]:
 
 def tool_fingerprint(name: str, parameters: Mapping[str, Any], extra: Any = None) -> str:
     """A short hash of a tool's identity: its name, its canonical parameters schema and
-    ``extra`` (e.g. its output schema and where its function lives). Part of the reuse key
-    (see :meth:`ToolMemory.key`)."""
+    ``extra`` (e.g. its output schema and where its function lives). The ``tool_version`` of
+    a call (see :meth:`ToolMemory.key`), never part of its ``input_hash``."""
     try:
         material = canonical_json({"name": name, "parameters": parameters, "extra": extra})
     except NotJSONSafeError:  # a schema with no JSON form: fall back to its repr
@@ -611,4 +627,4 @@ def _finite_or_none(value: float) -> float | None:
 
 def _slot_user(slot: Hashable) -> str | None:
     """The user of an L1 ``TOOL_RESULTS`` slot (see :meth:`CallKey.cache_slot`)."""
-    return slot[1] if isinstance(slot, tuple) and len(slot) == 4 else None
+    return slot[1] if isinstance(slot, tuple) and len(slot) == 5 else None

@@ -29,8 +29,11 @@ declares it. What a call's context may carry in ``ctx.extras``:
   executed call (one that passed validation, authorization and the approval gate) is then
   recorded in its L2 index and L3 archive, and a ``cache_ttl`` tool's identical call within its
   TTL is answered from its L1 → L2 + L3 instead of the process-wide result cache: scoped per
-  user (per session without one), keyed by the tool's identity too (name, schemas, function:
-  a changed tool never reuses the old one's results), and surviving a restart. The memory
+  user (per session without one), matched on the tool's identity too (its fingerprint of
+  name, schemas and function, recorded as the L2 row's ``tool_version`` beside an
+  ``input_hash`` of the arguments alone: a changed tool never reuses the old one's results),
+  and surviving a restart (the fingerprint names the function by module and qualified name,
+  so the same code after a restart has the same version). The memory
   tools (toolset ``"memory"``) are recorded in L2 with their output's hash only, never
   archived in L3 (their output is the user's memories, which forgetting must erase).
 - ``"memory_background"`` (:data:`MEMORY_BACKGROUND_KEY`): an object with
@@ -307,7 +310,7 @@ async def _remembered(run: _Call, memory: ToolMemory) -> ToolResult:
             run.arguments,
             user_id=ctx.user_id,
             session_id=ctx.session_id,
-            fingerprint=_fingerprint(run.tool),
+            tool_version=_fingerprint(run.tool),
         )
     except Exception as exc:  # noqa: BLE001 - memory must never stop a call: run it without
         logger.error("tool_memory_key_failed", tool=run.tool.name, error_type=type(exc).__name__)
@@ -339,8 +342,9 @@ def _is_memory_tool(tool: Tool) -> bool:
 
 
 def _fingerprint(tool: Tool) -> str:
-    """The tool's identity in reuse keys: its name, parameters and output schemas and where
-    its function lives (``hermes.memory.tiers.tool_fingerprint``), computed once per tool."""
+    """The tool's identity, the ``tool_version`` of its calls: its name, parameters and output
+    schemas and where its function lives (``hermes.memory.tiers.tool_fingerprint``), computed
+    once per tool."""
     held = _FINGERPRINTS.get(id(tool))
     if held is not None and held[0] is tool:
         return held[1]
