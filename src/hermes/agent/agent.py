@@ -138,12 +138,7 @@ class Agent:
             ),
         )
         runtime = self._runtime
-        runtime.tools_tokens = tools_tokens(self.tools)
-        runtime.authorizer = authorizer
-        runtime.toolset_limit = toolset_limit
-        if len(self.tools) > toolset_limit:
-            runtime.toolsets = ToolsetIndex(list(self.tools))
-        runtime.memory = self.memory
+        _equip(runtime, authorizer, toolset_limit, self.memory)
         runtime.extras = _tool_extras(self.store, http_allow) | _memory_extras(self.memory)
         #: What every tool call finds in ``ToolContext.extras`` (``http_allow``,
         #: ``idempotency_path``, ``protected_paths``…); extend it before the first turn.
@@ -377,6 +372,18 @@ def _resolve_tool(item: ToolLike) -> Tool:
             raise ValueError(f"unknown built-in tool '{item}' (built-ins: {known})")
         return builtin
     return as_tool(item)
+
+
+def _equip(
+    runtime: Runtime, authorizer: Authorizer | None, toolset_limit: int, memory: Memory | None
+) -> None:
+    """Token count of the tool schemas, RBAC, toolset selection and memory on the runtime."""
+    runtime.tools_tokens = tools_tokens(runtime.tools)
+    runtime.authorizer = authorizer
+    runtime.toolset_limit = toolset_limit
+    if len(runtime.tools) > toolset_limit:
+        runtime.toolsets = ToolsetIndex(list(runtime.tools))
+    runtime.memory = memory
 
 
 def _open_memory(
