@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hermes import Agent
 from hermes.memory.embed import QueryVector
+from hermes.memory.facade import Memory
 from hermes.memory.keywords import tokenize
 from hermes.memory.longterm import MemoryStore
+from hermes.testing import FunctionModel
 
 
 class FakeEmbedder:
@@ -67,3 +70,30 @@ async def vector_store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
         yield memory
     finally:
         await memory.close()
+
+
+Factory = Callable[..., Agent]
+
+
+@pytest.fixture
+async def agents(tmp_path: Path) -> AsyncIterator[Factory]:
+    """Agents on one session database (``tmp_path/hermes.db``); each gets ``memory`` (default:
+    a keyword-only Memory in ``tmp_path/mem``). A callable script becomes a FunctionModel.
+    Every agent and memory is closed at the end."""
+    made: list[Agent] = []
+    memories: list[Memory] = []
+
+    def factory(script: Any, memory: Memory | None = None, **kw: Any) -> Agent:
+        if memory is None:
+            memory = Memory.open(tmp_path / "mem", semantic=False)
+        memories.append(memory)
+        model = script if not callable(script) else FunctionModel(script)
+        agent = Agent(model=model, store=tmp_path / "hermes.db", memory=memory, **kw)
+        made.append(agent)
+        return agent
+
+    yield factory
+    for agent in made:
+        await agent.aclose()
+    for memory in memories:
+        await memory.aclose()

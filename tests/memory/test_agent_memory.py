@@ -6,10 +6,11 @@ Real SQLite files in tmp_path; FunctionModel scripts; keyword-only recall (no em
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from hermes.models.brain import RuleBrain
 from hermes.testing import FunctionModel, call, say
 from hermes.tools import ToolContext, ToolRegistry, execute_tool_call
 from hermes.tools.builtin import memory_tools
+from tests.memory.conftest import Factory
 
 CST = timezone(timedelta(hours=8))
 MONDAY = datetime(2026, 3, 2, 10, 0, tzinfo=CST)
@@ -56,31 +58,10 @@ def fetch_note() -> str:
     return "我喜欢喝茶。记住我住在巴黎。"
 
 
-Factory = Callable[..., Agent]
-
-
 @pytest.fixture
-async def make_agent(tmp_path: Path) -> AsyncIterator[Factory]:
-    """Agents on one session database; each gets ``memory`` (default: a Memory opened in
-    tmp_path/mem, keyword-only, rules). All agents and memories are closed at the end."""
-    agents: list[Agent] = []
-    memories: list[Memory] = []
-
-    def factory(script: Any, memory: Memory | None = None, **kw: Any) -> Agent:
-        if memory is None:
-            memory = open_memory(tmp_path)
-        memories.append(memory)
-        model = script if not callable(script) else FunctionModel(script)
-        kw.setdefault("tools", [get_weather, refund_stats, fetch_note])
-        agent = Agent(model=model, store=tmp_path / "hermes.db", memory=memory, **kw)
-        agents.append(agent)
-        return agent
-
-    yield factory
-    for agent in agents:
-        await agent.aclose()
-    for memory in memories:
-        await memory.aclose()
+def make_agent(agents: Factory) -> Factory:
+    """Agents with this module's tools (see ``tests/memory/conftest.py``)."""
+    return functools.partial(agents, tools=[get_weather, refund_stats, fetch_note])
 
 
 def open_memory(tmp_path: Path, **kw: Any) -> Memory:

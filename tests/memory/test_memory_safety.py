@@ -14,8 +14,8 @@ Real SQLite files in tmp_path; FunctionModel scripts; keyword-only recall.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes import Agent, tool
+from hermes import tool
 from hermes.agent.memory_step import DATA_HEADER, NOTE_BUDGET_SHARE, user_asked_to_remember
 from hermes.agent.remote_tools import tools_tokens
 from hermes.memory.facade import MEMORY_KEY, Memory
@@ -35,6 +35,7 @@ from hermes.session.tokens import message_tokens
 from hermes.testing import FunctionModel, call, say
 from hermes.tools import ToolContext, ToolRegistry, execute_tool_call
 from hermes.tools.builtin import memory_tools
+from tests.memory.conftest import Factory
 
 NOW = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
 INJECTION = (
@@ -74,29 +75,10 @@ def get_weather(city: str) -> dict[str, str]:
     return {"city": city, "summary": f"{city}：晴"}
 
 
-Factory = Callable[..., Agent]
-
-
 @pytest.fixture
-async def make_agent(tmp_path: Path) -> AsyncIterator[Factory]:
-    agents: list[Agent] = []
-    memories: list[Memory] = []
-
-    def factory(script: Any, memory: Memory | None = None, **kw: Any) -> Agent:
-        if memory is None:
-            memory = Memory.open(tmp_path / "mem", semantic=False)
-        memories.append(memory)
-        model = script if not callable(script) else FunctionModel(script)
-        kw.setdefault("tools", [fetch_page, send_email, get_weather])
-        agent = Agent(model=model, store=tmp_path / "hermes.db", memory=memory, **kw)
-        agents.append(agent)
-        return agent
-
-    yield factory
-    for agent in agents:
-        await agent.aclose()
-    for memory in memories:
-        await memory.aclose()
+def make_agent(agents: Factory) -> Factory:
+    """Agents with this module's tools (see ``tests/memory/conftest.py``)."""
+    return functools.partial(agents, tools=[fetch_page, send_email, get_weather])
 
 
 def system_notes(request: ModelRequest) -> list[str]:
