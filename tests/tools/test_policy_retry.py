@@ -294,3 +294,11 @@ def test_the_real_http_client_transport_errors_are_retried() -> None:
     assert is_retryable(httpx2.ConnectError("refused"))
     assert is_retryable(httpx2.ReadTimeout("slow"))
     assert not is_retryable(httpx2.InvalidURL("nope"))
+
+
+def test_the_sandbox_child_classifies_network_errors_like_the_retry_policy() -> None:
+    """The child keeps its own copy of the network errnos (it runs without importing hermes)."""
+    from hermes.tools import _sandbox_child
+    from hermes.tools.policies import retry
+
+    assert _sandbox_child._NETWORK_ERRNOS == retry._NETWORK_ERRNOS

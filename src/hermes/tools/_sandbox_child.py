@@ -56,6 +56,8 @@ _MEMORY_REPLY = (
     b'"message": "memory limit exceeded", "retryable": false}}\n'
 )
 #: ``retry._NETWORK_ERRNOS``: a plain ``OSError`` with one of these is a network failure.
+#: A copy, not an import: this file runs as a script, and importing ``hermes`` would cost the
+#: child its light start-up (tests/tools/test_policy_retry.py keeps the two equal).
 _NETWORK_ERRNOS = frozenset(
     getattr(errno, name)
     for name in (
