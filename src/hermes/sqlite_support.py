@@ -86,9 +86,28 @@ class SQLiteWorker(abc.ABC):
     def _prepare(self, conn: sqlite3.Connection) -> None:
         """Create or migrate the schema (on the worker, holding the lock, busy timeout on)."""
 
-    @abc.abstractmethod
     def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
-        """One clear sentence for a sqlite3 failure (never a raw traceback to the caller)."""
+        """One clear sentence for a sqlite3 failure (never a raw traceback to the caller),
+        naming this file by :attr:`kind`; a subclass may word its own."""
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        text, path, kind = str(exc), self.path, self.kind
+        if is_busy(exc):
+            message = f"the {kind} {path} is locked (busy for {self.busy_timeout:g} s)"
+        elif name.startswith("SQLITE_CANTOPEN"):
+            message = f"cannot open the {kind} {path} (is its directory writable?)"
+        elif name == "SQLITE_NOTADB" or "not a database" in text:
+            message = f"{path} is not a database (or is encrypted or damaged)"
+        elif name.startswith("SQLITE_CORRUPT"):
+            message = f"the {kind} {path} is corrupt: {text}"
+        elif name == "SQLITE_FULL":
+            message = f"the disk is full, cannot write the {kind} {path}"
+        elif name.startswith("SQLITE_READONLY"):
+            message = f"the {kind} {path} is read-only"
+        else:
+            message = f"{action} failed on the {kind} {path}: {text}"
+        return StoreError(
+            message, path=path, action=action, sqlite_error=name or type(exc).__name__
+        )
 
     def _maintain_connection(self, conn: sqlite3.Connection) -> None:
         """Periodic upkeep on the worker; by default a PASSIVE checkpoint of the WAL."""

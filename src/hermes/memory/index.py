@@ -51,10 +51,10 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, Literal, get_args
 
-from hermes.errors import HermesError, StoreError
+from hermes.errors import HermesError
 from hermes.memory.hashing import canonical_json, is_content_hash
 from hermes.session.migrations import Migration, apply_migrations
-from hermes.sqlite_support import SQLiteWorker, is_busy, write_transaction
+from hermes.sqlite_support import SQLiteWorker, write_transaction
 
 __all__ = [
     "MIGRATIONS",
@@ -237,25 +237,6 @@ class ToolCallIndex(SQLiteWorker):
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         apply_migrations(conn, self.path, MIGRATIONS)
-
-    def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
-        name = getattr(exc, "sqlite_errorname", "") or ""
-        text, path = str(exc), self.path
-        if is_busy(exc):
-            message = f"the memory index {path} is locked (busy for {self.busy_timeout:g} s)"
-        elif name == "SQLITE_NOTADB" or "not a database" in text:
-            message = f"{path} is not a database (or is encrypted or damaged)"
-        elif name.startswith("SQLITE_CANTOPEN"):
-            message = f"cannot open the memory index {path} (is its directory writable?)"
-        elif name == "SQLITE_FULL":
-            message = f"the disk is full, cannot write the memory index {path}"
-        elif name.startswith("SQLITE_READONLY"):
-            message = f"the memory index {path} is read-only"
-        else:
-            message = f"{action} failed on the memory index {path}: {text}"
-        return StoreError(
-            message, path=path, action=action, sqlite_error=name or type(exc).__name__
-        )
 
     # -- writing -----------------------------------------------------------------------------
     async def record(self, call: NewToolCall) -> int:

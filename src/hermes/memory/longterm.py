@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
 
-from hermes.errors import InvalidInputError, StoreError
+from hermes.errors import InvalidInputError
 from hermes.memory.embed import (
     Embedder,
     QueryVector,
@@ -95,7 +95,7 @@ from hermes.memory.records import (
 )
 from hermes.observe import get_logger
 from hermes.session.ids import validate_session_id, validate_user_id
-from hermes.sqlite_support import SQLiteWorker, is_busy
+from hermes.sqlite_support import SQLiteWorker
 
 log = get_logger("memory")
 P = ParamSpec("P")
@@ -237,23 +237,6 @@ class MemoryStore(SQLiteWorker):
     def _prepare(self, conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA foreign_keys = ON")
         migrate(conn, self.path)
-
-    def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
-        name = getattr(exc, "sqlite_errorname", "") or ""
-        text = str(exc)
-        if is_busy(exc):
-            message = f"the memory store {self.path} is locked (busy for {self.busy_timeout:g} s)"
-        elif name == "SQLITE_NOTADB" or "not a database" in text:
-            message = f"{self.path} is not a database (or is encrypted or damaged)"
-        elif name == "SQLITE_FULL":
-            message = f"the disk is full, cannot write the memory store {self.path}"
-        elif name.startswith("SQLITE_READONLY"):
-            message = f"the memory store {self.path} is read-only"
-        else:
-            message = f"{action} failed on the memory store {self.path}: {text}"
-        return StoreError(
-            message, path=self.path, action=action, sqlite_error=name or type(exc).__name__
-        )
 
     # -- writing ---------------------------------------------------------------------------
     async def add(
