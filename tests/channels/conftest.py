@@ -92,7 +92,7 @@ class Hermes:
         env = {
             name: value
             for name, value in os.environ.items()
-            if not name.startswith("HERMES_")
+            if (not name.startswith("HERMES_") or name == "HERMES_CACHE_DIR")
             and name not in ("FORCE_COLOR", "NO_COLOR", "PYTHONWARNINGS")
         }
         env["HOME"] = str(self.home)

@@ -49,7 +49,10 @@ def test_add_search_and_list_follow_the_contract_and_never_mix_users(hermes: Her
     assert (hermes.data_dir / "memory.db").is_file()
 
     hits = ok_json(hermes("memory", "search", "--user", "u1", "coffee", "--json"))
-    assert [hit["id"] for hit in hits] == [coffee["id"]]  # never u2's "I like coffee too"
+    # Never u2's "I like coffee too"; the Chinese memory is found through its translation (咖啡),
+    # ranked below the memory that holds the word itself.
+    assert [hit["id"] for hit in hits] == [coffee["id"], beijing]
+    assert hits[0]["score"] > hits[1]["score"]
     hits = ok_json(hermes("memory", "search", "--user", "u1", "北京", "--json"))
     assert hits == [{"id": beijing, "content": "我住在北京，喜欢喝咖啡", "kind": "fact",
                      "score": hits[0]["score"]}]  # fmt: skip

@@ -38,6 +38,7 @@ configuration, unusable store) — with ``--json`` stdout is ``{"error": {"type"
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import time
 from collections.abc import Awaitable, Callable
@@ -182,8 +183,13 @@ def memory_search(
 async def _search(store: MemoryStore, user_id: str, text: str, limit: int) -> list[MemoryHit]:
     """The store's hybrid search, then recall's selection (owner, sensitivity) with the
     search floor — see the module docstring for why this is not ``recall()``."""
+    from hermes.memory.lexicon import load_lexicon
     from hermes.memory.recall import RecallPolicy, select_hits
 
+    if store.lexicon == "auto":
+        # A one-shot command waits for the Chinese↔English tables (built once per machine,
+        # ~5 s) instead of searching without them; an agent's recall does not wait.
+        await asyncio.to_thread(load_lexicon)
     hits = await store.search(user_id, text, limit=max(limit, 20))
     policy = RecallPolicy(
         min_score=SEARCH_MIN_SCORE, keyword_min_score=SEARCH_MIN_SCORE, max_items=limit

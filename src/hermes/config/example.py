@@ -111,6 +111,7 @@ memory:
   threshold: 0.8            # keep a memory only above this confidence (置信度阈值)
   habits: false             # implicit habits (a behaviour seen more than 3 times)
   semantic: auto            # auto: vector recall when hermes[semantic] is installed | off
+  cross_language: auto      # auto: keyword recall crosses Chinese↔English (中英互查) | off
   recall_min_score: 0.45
   recall_max_items: 5
   recency_days: 30          # habits/events older than this are not recalled

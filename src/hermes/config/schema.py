@@ -295,6 +295,9 @@ class MemoryConfig(_Section):
     habits: bool = False
     #: ``auto``: vector recall when the ``hermes[semantic]`` extra is installed; ``off``: keywords.
     semantic: Literal["auto", "off"] = "auto"
+    #: ``auto``: keyword recall also finds a memory written in the other language (Chinese ↔
+    #: English, through the CC-CEDICT dictionary); ``off``: each language finds only itself.
+    cross_language: Literal["auto", "off"] = "auto"
     recall_min_score: float = Field(default=0.45, ge=0, le=1)
     recall_max_items: int = Field(default=5, ge=1, le=20)
     #: Habits and events older than this are not recalled (facts and preferences are).
@@ -314,7 +317,7 @@ class MemoryConfig(_Section):
     #: after this many days.
     tool_calls_retention_days: float = Field(default=90, gt=0)
 
-    @field_validator("semantic", "extraction", mode="before")
+    @field_validator("semantic", "extraction", "cross_language", mode="before")
     @classmethod
     def _yaml_off(cls, value: Any) -> Any:
         # YAML 1.1 reads a bare ``off`` as false (and ``on`` as true).

@@ -143,6 +143,7 @@ class Memory:
         directory: str | os.PathLike[str],
         *,
         semantic: bool | Embedder = True,
+        cross_language: bool = True,
         extractor: Literal["rules", "off"] | Extractor | None = "rules",
         tool_index: bool = True,
         long_term: bool = True,
@@ -151,9 +152,10 @@ class Memory:
         """Both stores under ``directory``: ``memory.db`` (long-term memories and the L2
         index) and ``archive/`` (L3). ``semantic``: ``True`` blends vector similarity into
         recall when ``hermes[semantic]`` is installed, ``False`` keywords only, or an
-        :class:`~hermes.memory.embed.Embedder`. ``extractor``: ``"rules"`` (offline), an
-        extractor (e.g. ``ModelExtractor(model)``), or ``"off"``/``None``. Other keywords go
-        to :class:`Memory`. Raises ``StoreError`` for an unusable file.
+        :class:`~hermes.memory.embed.Embedder`. ``cross_language``: keyword recall also finds
+        memories written in the other language (Chinese↔English). ``extractor``: ``"rules"``
+        (offline), an extractor (e.g. ``ModelExtractor(model)``), or ``"off"``/``None``. Other
+        keywords go to :class:`Memory`. Raises ``StoreError`` for an unusable file.
         """
         root = Path(directory)
         embedder: Embedder | Literal["auto"] | None
@@ -165,7 +167,12 @@ class Memory:
             chosen = None
         else:
             chosen = extractor
-        store = MemoryStore(root / "memory.db", embedder=embedder) if long_term else None
+        lexicon: Literal["auto"] | None = "auto" if cross_language else None
+        store = (
+            MemoryStore(root / "memory.db", embedder=embedder, lexicon=lexicon)
+            if long_term
+            else None
+        )
         try:
             tiers = ToolMemory.open(root) if tool_index else None
         except BaseException:  # clean up, then re-raise unchanged

