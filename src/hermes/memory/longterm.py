@@ -229,8 +229,8 @@ class MemoryStore(SQLiteWorker):
             thread_name="hermes-memory",
         )
         self.embedder: Embedder | None = load_default_embedder() if embedder == "auto" else embedder
-        #: Chinese↔English translations for keyword search (``"auto"``: CC-CEDICT, loaded on
-        #: the first search that needs it, in the worker thread); None keeps each language apart.
+        #: Chinese↔English translations for keyword search (``"auto"``: CC-CEDICT, opened by the
+        #: first search, or built in the background meanwhile); None keeps each language apart.
         self.lexicon: Lexicon | Literal["auto"] | None = lexicon
         self._vectors = VectorCache(vector_cache_rows)
         self._open_now()
