@@ -19,6 +19,7 @@ from hermes.memory.lexicon import (
     MAX_TRANSLATIONS,
     Lexicon,
     gloss_words,
+    lexicon_building,
     load_lexicon,
     open_lexicon,
     parse_cedict,
@@ -281,12 +282,14 @@ def test_a_search_does_not_wait_for_the_tables_to_be_built(fresh_process: thread
     assert load_lexicon(wait=False) is None  # building in the background
     assert load_lexicon(wait=False) is None  # still building: one build, no wait
     assert not lexicon_module._builder[0].daemon  # a short command finishes it before exiting
+    assert lexicon_building()
     fresh_process.set()
     ready = load_lexicon(wait=True)
     assert ready is not None
     assert ready.english("咖啡") == ("coffee",)
     assert load_lexicon(wait=False) is ready
     assert len(lexicon_module._builder) == 1
+    assert not lexicon_building()
 
 
 def test_a_built_cache_is_opened_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

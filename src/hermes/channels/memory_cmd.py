@@ -71,6 +71,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: Said while ``search`` waits for the Chinese↔English tables to be built (once per machine).
+_BUILDING_WORD_LIST: Final = (
+    "building the Chinese↔English word list, once (~6 s) / 正在生成中英词表（仅一次，约 6 秒）"
+)
 #: Lowest score ``search`` shows. Recall's thresholds (0.45 blended, 0.4 keyword-only) keep
 #: noise out of a prompt; a person reading a ranked list can take weaker matches, each shown
 #: with its score — but not hits that share nothing but a common word.
@@ -183,12 +187,14 @@ def memory_search(
 async def _search(store: MemoryStore, user_id: str, text: str, limit: int) -> list[MemoryHit]:
     """The store's hybrid search, then recall's selection (owner, sensitivity) with the
     search floor — see the module docstring for why this is not ``recall()``."""
-    from hermes.memory.lexicon import load_lexicon
+    from hermes.memory.lexicon import lexicon_building, load_lexicon
     from hermes.memory.recall import RecallPolicy, select_hits
 
     if store.lexicon == "auto":
         # A one-shot command waits for the Chinese↔English tables (built once per machine,
-        # ~5 s) instead of searching without them; an agent's recall does not wait.
+        # ~6 s) instead of searching without them; an agent's recall does not wait.
+        if await asyncio.to_thread(load_lexicon, wait=False) is None and lexicon_building():
+            note(_BUILDING_WORD_LIST)
         await asyncio.to_thread(load_lexicon)
     hits = await store.search(user_id, text, limit=max(limit, 20))
     policy = RecallPolicy(

@@ -328,6 +328,12 @@ def load_lexicon(*, wait: bool = True) -> Lexicon | None:
     return _result[0] if _result else None
 
 
+def lexicon_building() -> bool:
+    """Whether this process is building the lexicon now (a command may say it waits)."""
+    with _state_lock:
+        return bool(_builder) and not _result
+
+
 def _build() -> None:
     found: Lexicon | None = None
     try:
