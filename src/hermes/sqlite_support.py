@@ -92,9 +92,9 @@ class SQLiteWorker(abc.ABC):
         name = getattr(exc, "sqlite_errorname", "") or ""
         text, path, kind = str(exc), self.path, self.kind
         if is_busy(exc):
-            message = f"the {kind} {path} is locked (busy for {self.busy_timeout:g} s)"
+            message = f"{kind} is locked (busy for {self.busy_timeout:g} s): {path}"
         elif name.startswith("SQLITE_CANTOPEN"):
-            message = f"cannot open the {kind} {path} (is its directory writable?)"
+            message = f"cannot open the {kind} file {path} (is its directory writable?)"
         elif name == "SQLITE_NOTADB" or "not a database" in text:
             message = f"{path} is not a database (or is encrypted or damaged)"
         elif name.startswith("SQLITE_CORRUPT"):
@@ -103,6 +103,8 @@ class SQLiteWorker(abc.ABC):
             message = f"the disk is full, cannot write the {kind} {path}"
         elif name.startswith("SQLITE_READONLY"):
             message = f"the {kind} {path} is read-only"
+        elif name.startswith("SQLITE_IOERR"):
+            message = f"disk I/O error on the {kind} {path}: {text}"
         else:
             message = f"{action} failed on the {kind} {path}: {text}"
         return StoreError(

@@ -20,7 +20,7 @@ from hermes.errors import InvalidIdError, SessionAccessError, StoreError
 from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
 from hermes.session.migrations import apply_migrations
-from hermes.sqlite_support import SQLiteWorker, is_busy, write_transaction
+from hermes.sqlite_support import SQLiteWorker, write_transaction
 
 DEFAULT_DB_PATH = Path(".hermes") / "hermes.db"
 
@@ -179,6 +179,8 @@ class SQLiteStore(SQLiteWorker):
     a slice returns, so a slice stays bounded even in pathological sessions.
     """
 
+    kind = "database"
+
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
@@ -203,31 +205,6 @@ class SQLiteStore(SQLiteWorker):
     def _prepare(self, conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA foreign_keys = ON")
         apply_migrations(conn, self.path)
-
-    def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
-        """One clear sentence for a sqlite3 failure (never a raw traceback to the caller)."""
-        name = getattr(exc, "sqlite_errorname", "") or ""
-        text = str(exc)
-        path = self.path
-        if is_busy(exc):
-            message = f"database is locked (busy for {self.busy_timeout:g} s): {path}"
-        elif name.startswith("SQLITE_CANTOPEN"):
-            message = f"cannot open the database file {path} (is its directory writable?)"
-        elif name == "SQLITE_NOTADB" or "not a database" in text:
-            message = f"{path} is not a database (or is encrypted or damaged)"
-        elif name.startswith("SQLITE_CORRUPT"):
-            message = f"the database file {path} is corrupt: {text}"
-        elif name == "SQLITE_FULL":
-            message = f"the disk is full, cannot write the database {path}"
-        elif name.startswith("SQLITE_READONLY"):
-            message = f"the database {path} is read-only"
-        elif name.startswith("SQLITE_IOERR"):
-            message = f"disk I/O error on the database {path}: {text}"
-        else:
-            message = f"{action} failed on the database {path}: {text}"
-        return StoreError(
-            message, path=path, action=action, sqlite_error=name or type(exc).__name__
-        )
 
     # -- Store protocol ----------------------------------------------------------------------
 
