@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,15 +30,6 @@ from hermes.memory.upkeep import (
 DAY = 86_400.0
 T0 = 1_750_000_000.0
 LATER = T0 + 3600  # upkeep an hour after the memories were written
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    memory = MemoryStore(tmp_path / "memory.db", embedder=None)
-    try:
-        yield memory
-    finally:
-        await memory.close()
 
 
 async def add(store: MemoryStore, user: str, text: str, at: float = T0, **fields: Any) -> str:
