@@ -157,6 +157,12 @@ def test_fts_syntax_in_user_text_is_searched_for_never_run(fts: sqlite3.Connecti
     _matches(fts, text)  # must not raise
 
 
+@pytest.mark.parametrize("text", ["゠", "・", "゛゜", "カ゚", "コーヒー・ラテ"])
+def test_kana_punctuation_is_no_token_fts5_would_drop(text: str):
+    # unicode61 splits on these; a token made of them would be indexed as nothing.
+    assert all(ch not in "゠・゛゜\u309a" for t in tokenize(text).terms for ch in t)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=80))
 def test_arbitrary_text_never_breaks_an_fts_query(text: str):

@@ -32,11 +32,12 @@ import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from hermes.agent.turn_state import TurnState
 from hermes.errors import HermesError
-from hermes.memory.extract import MAX_SCAN_CHARS, extract_candidates
+from hermes.memory.extract import MAX_SCAN_CHARS, MemoryCandidate, extract_candidates
 from hermes.memory.facade import Memory
 from hermes.memory.notes import SAVED_HEADER
 from hermes.memory.params import FilledArgument, describe_filled, fill_missing
@@ -140,13 +141,14 @@ async def begin(
     except Exception as exc:  # noqa: BLE001 - working memory is a help, never a reason to fail
         log.error("working_memory_failed", error_type=type(exc).__name__, error=str(exc)[:200])
         working, reference, rendered = WorkingMemory(), None, ""
-    tm = TurnMemory(memory, working, lang, user_asked=user_asked_to_remember(text))
+    explicit = _explicit_requests(text, now=memory.now())  # the rules run once a turn here
+    tm = TurnMemory(memory, working, lang, user_asked=user_asked_to_remember(text, explicit))
     found = await _recall(memory, turn, text, tool_names)
     note = _Note(
         working=rendered.splitlines() if rendered else [],
         reference=None if reference is None else _reference_line(reference, lang),
         hits=list(found.hits) if found is not None and found.block else [],
-        saved=_saved_note(memory, turn, text),
+        saved=_saved_note(memory, turn, explicit),
     )
     if budget_tokens is not None:
         note.fit(max(_MIN_NOTE_TOKENS, int(budget_tokens * NOTE_BUDGET_SHARE)))
@@ -216,27 +218,30 @@ _REMEMBER_CUE = re.compile(
 )
 
 
-def user_asked_to_remember(text: str) -> bool:
-    """Whether the user's own message asks for something to be remembered: the ``remember``
-    tool may only save then (a tool result saying "call remember(…)" must not store anything)."""
-    head = text[:MAX_SCAN_CHARS]
+def _explicit_requests(text: str, now: datetime | None = None) -> list[MemoryCandidate]:
+    """The explicit "记住…" / "remember that…" memories of the user's own message (rules)."""
     try:
-        if any(c.explicit for c in extract_candidates(head)):
-            return True
-    except Exception as exc:  # noqa: BLE001 - the cue regex below still decides
+        return [c for c in extract_candidates(text[:MAX_SCAN_CHARS], now=now) if c.explicit]
+    except Exception as exc:  # noqa: BLE001 - the cue regex still decides whether they asked
         log.warning("remember_cue_failed", error_type=type(exc).__name__)
-    return _REMEMBER_CUE.search(head) is not None
+        return []
 
 
-def _saved_note(memory: Memory, turn: TurnState, text: str) -> str | None:
+def user_asked_to_remember(text: str, explicit: Sequence[MemoryCandidate] | None = None) -> bool:
+    """Whether the user's own message asks for something to be remembered: the ``remember``
+    tool may only save then (a tool result saying "call remember(…)" must not store anything).
+    ``explicit``: the message's explicit requests when the caller has them already."""
+    found = _explicit_requests(text) if explicit is None else explicit
+    return bool(found) or _REMEMBER_CUE.search(text[:MAX_SCAN_CHARS]) is not None
+
+
+def _saved_note(memory: Memory, turn: TurnState, explicit: Sequence[MemoryCandidate]) -> str | None:
     """What an explicit "记住…" / "remember that…" will save after this turn, so the model
-    (the offline brain too) can acknowledge it honestly — only when it will be saved."""
-    if turn.user_id is None or memory.store is None or memory.extractor is None:
+    (the offline brain too) can acknowledge it honestly — only when it will be saved. Dated
+    as the stored memory is (the turn's clock: "明天" becomes the date)."""
+    if turn.user_id is None or memory.store is None or memory.extractor is None or not explicit:
         return None
-    asked = [c.content for c in extract_candidates(text) if c.explicit]
-    if not asked:
-        return None
-    return "\n".join([SAVED_HEADER, *(f"- {content}" for content in asked)])
+    return "\n".join([SAVED_HEADER, *(f"- {c.content}" for c in explicit)])
 
 
 def _reference_line(reference: Reference, lang: Lang) -> str:
@@ -253,13 +258,13 @@ async def _recall(
     """The user's recalled memories, or None (no user, no store, the gate said no, failure)."""
     store, user_id = memory.store, turn.user_id
     if store is None or user_id is None or not needs_memory(text, tool_names=tool_names):
-        return None
+        return None  # the gate ran here: recall() below is told not to run it again
     loop = asyncio.get_running_loop()
     deadline = min(loop.time() + memory.recall_timeout, turn.deadline)
     try:
         async with asyncio.timeout_at(deadline):
             # Only the turn's own user: recall is scoped to them in SQL and checked again.
-            return await recall(store, user_id, text, policy=memory.policy, tool_names=tool_names)
+            return await recall(store, user_id, text, policy=memory.policy, force=True)
     except TimeoutError:
         log.warning("memory_recall_timeout", timeout_s=memory.recall_timeout)
     except HermesError as exc:

