@@ -30,15 +30,8 @@ def weather_calls(
     ]
 
 
-def test_a_counter_is_off_by_default_and_then_counts_nothing() -> None:
-    counter = HabitCounter("u1")
-    assert weather_calls(counter, 10) == [[]] * 10
-    assert len(counter) == 0
-    assert counter.to_dict()["counts"] == {}
-
-
 def test_the_fourth_time_is_a_habit_and_it_is_reported_once() -> None:
-    counter = HabitCounter("u1", enabled=True)
+    counter = HabitCounter("u1")
     results = weather_calls(counter, 6)
     assert results[:3] == [[], [], []]
     (habit,) = results[3]
@@ -50,7 +43,7 @@ def test_the_fourth_time_is_a_habit_and_it_is_reported_once() -> None:
 
 
 def test_the_tool_alone_becomes_a_habit_when_its_arguments_vary() -> None:
-    counter = HabitCounter("u1", enabled=True)
+    counter = HabitCounter("u1")
     found: list[MemoryCandidate] = []
     for city in ["北京", "上海", "广州", "深圳"]:
         found += counter.observe_tool_call("get_weather", {"city": city}, now=T0, lang="en")
@@ -72,7 +65,7 @@ def test_key_arguments_restrict_what_is_counted() -> None:
 
 
 def test_intents_and_sequences_are_behaviours_too() -> None:
-    counter = HabitCounter("u1", enabled=True)
+    counter = HabitCounter("u1")
     follow_up = sequence_behaviour("get_weather", "get_forecast")
     found = [counter.observe(follow_up, now=T0) for _ in range(4)]
     assert found[:3] == [None, None, None]
@@ -84,13 +77,13 @@ def test_intents_and_sequences_are_behaviours_too() -> None:
 
 
 def test_a_threshold_can_be_configured() -> None:
-    counter = HabitCounter("u1", enabled=True, threshold=1)
+    counter = HabitCounter("u1", threshold=1)
     assert counter.observe(intent_behaviour("x"), now=T0) is None
     assert counter.observe(intent_behaviour("x"), now=T0) is not None
 
 
 def test_with_a_window_an_old_count_starts_over() -> None:
-    counter = HabitCounter("u1", enabled=True, window_days=7)
+    counter = HabitCounter("u1", window_days=7)
     behaviour = intent_behaviour("weather")
     for day in (0, 1, 2):
         counter.observe(behaviour, now=T0 + timedelta(days=day))
@@ -99,7 +92,7 @@ def test_with_a_window_an_old_count_starts_over() -> None:
 
 
 def test_the_number_of_behaviours_is_bounded() -> None:
-    counter = HabitCounter("u1", enabled=True, max_behaviours=10)
+    counter = HabitCounter("u1", max_behaviours=10)
     for i in range(25):
         counter.observe(intent_behaviour(f"i{i}"), now=T0 + timedelta(minutes=i))
     assert len(counter) == 10
@@ -108,28 +101,20 @@ def test_the_number_of_behaviours_is_bounded() -> None:
 
 
 def test_counts_round_trip_through_json_and_a_reported_habit_stays_reported() -> None:
-    counter = HabitCounter("u1", enabled=True)
+    counter = HabitCounter("u1")
     weather_calls(counter, 4)
     saved = json.loads(json.dumps(counter.to_dict(), ensure_ascii=False))
-    again = HabitCounter.from_dict(saved, user_id="u1", enabled=True)
+    again = HabitCounter.from_dict(saved, user_id="u1")
     assert again.to_dict() == counter.to_dict()
     assert weather_calls(again, 1) == [[]]  # already reported before the restart
 
 
 def test_saved_counts_of_another_user_are_never_loaded() -> None:
-    counter = HabitCounter("alice", enabled=True)
+    counter = HabitCounter("alice")
     weather_calls(counter, 3)
-    bob = HabitCounter.from_dict(counter.to_dict(), user_id="bob", enabled=True)
+    bob = HabitCounter.from_dict(counter.to_dict(), user_id="bob")
     assert len(bob) == 0
     assert bob.user_id == "bob"
-
-
-def test_loading_does_not_turn_a_disabled_counter_on() -> None:
-    counter = HabitCounter("u1", enabled=True)
-    weather_calls(counter, 3)
-    loaded = HabitCounter.from_dict(counter.to_dict(), user_id="u1")
-    assert not loaded.enabled
-    assert weather_calls(loaded, 2) == [[], []]
 
 
 @pytest.mark.parametrize(
@@ -162,7 +147,7 @@ def test_settings_are_checked() -> None:
     )
 )
 def test_any_arguments_can_be_observed(arguments: dict[str, object]) -> None:
-    counter = HabitCounter("u1", enabled=True)
+    counter = HabitCounter("u1")
     for _ in range(5):
         counter.observe_tool_call("tool", arguments, now=T0)
     HabitCounter.from_dict(json.loads(json.dumps(counter.to_dict())), user_id="u1")

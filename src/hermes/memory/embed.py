@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from hermes.memory.keywords import CJK_CLASS
 from hermes.observe import get_logger
 
 if TYPE_CHECKING:
@@ -119,9 +120,9 @@ _QUESTIONS_ZH = (
     "把你好翻译成德语",
 )
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_CJK_CHAR = re.compile(f"[{_CJK}]")
-_OTHER_WORD = re.compile(f"[^\\W\\d_{_CJK}]+")
+# The keyword tokenizer's idea of CJK, so both agree on what a Chinese text is.
+_CJK_CHAR = re.compile(f"[{CJK_CLASS}]")
+_OTHER_WORD = re.compile(f"[^\\W\\d_{CJK_CLASS}]+")
 
 
 def cjk_share(text: str) -> float:

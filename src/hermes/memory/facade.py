@@ -55,7 +55,8 @@ from hermes.memory.tiers import ToolMemory
 from hermes.models.brain.phrases import Lang
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
-from hermes.sqlite_support import SQLiteWorker, is_busy
+from hermes.sqlite_support import SQLiteWorker
+from hermes.tools.builtin.memory_tools import MEMORY_KEY  # where tools find the agent's Memory
 
 if TYPE_CHECKING:
     from hermes.memory.upkeep import UpkeepPolicy
@@ -64,9 +65,6 @@ __all__ = ["MEMORY_KEY", "Memory", "TurnCall"]
 
 log = get_logger("memory")
 
-#: ``ToolContext.extras`` key under which tools (``remember`` …) find the agent's Memory
-#: (``hermes.tools.builtin.memory_tools.MEMORY_KEY`` reads the same string).
-MEMORY_KEY = "memory"
 
 #: ``(tool name, arguments, ok)`` of one call a turn made.
 TurnCall = tuple[str, Mapping[str, Any], bool]
@@ -125,7 +123,7 @@ class Memory:
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
         self._habit_table: _HabitTable | None = None
-        self._habit_lock: asyncio.Lock | None = None
+        self._habit_lock = asyncio.Lock()
         self._upkeep: asyncio.Task[None] | None = None
         # One lock per user (dropped when no writer holds it): a check for an existing memory
         # and the insert that follows are one step per user within this process; the store
@@ -358,8 +356,6 @@ class Memory:
                 blobs = await self.tools.forget_user(user_id)
             table = await self._habits_table()
             if table is not None:
-                if self._habit_lock is None:
-                    self._habit_lock = asyncio.Lock()
                 async with self._habit_lock:
                     habits = await table.delete(user_id)
         log.info("memory_user_forgotten", memories=memories, blobs=blobs, habits=habits)
@@ -405,15 +401,11 @@ class Memory:
     async def _habits(
         self, user_id: str, calls: Sequence[TurnCall], now: datetime, lang: Lang
     ) -> list[MemoryCandidate]:
-        if self._habit_lock is None:
-            self._habit_lock = asyncio.Lock()
         async with self._habit_lock:  # one read-modify-write of a user's counters at a time
             table = await self._habits_table()
             if table is None:
                 return []
-            counter = HabitCounter.from_dict(
-                await table.load(user_id), user_id=user_id, enabled=True
-            )
+            counter = HabitCounter.from_dict(await table.load(user_id), user_id=user_id)
             found: list[MemoryCandidate] = []
             for name, arguments, ok in calls:
                 if ok:
@@ -487,12 +479,6 @@ class _HabitTable(SQLiteWorker):
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         conn.execute(_HABITS_SCHEMA)
-
-    def _error(self, exc: sqlite3.Error, action: str) -> StoreError:
-        reason = "locked" if is_busy(exc) else str(exc)
-        return StoreError(
-            f"{action} failed on the habits table of {self.path}: {reason}", path=self.path
-        )
 
     async def load(self, user_id: str) -> Any:
         row = await self._run("load", _load_habits, user_id)

@@ -7,8 +7,9 @@ times (default 3, so on the 4th time) the counter returns a ``habit``
 :class:`~hermes.memory.extract.MemoryCandidate` once ("用户经常用 get_weather 查询
 city=上海"); the long-term store decides whether to keep it.
 
-Off by default (seed 001: "隐式积累的开关默认关，因为需要观察期"): a disabled counter counts
-nothing at all. The counter is a plain in-memory structure for one user; ``to_dict`` /
+Off by default (seed 001: "隐式积累的开关默认关，因为需要观察期"): the switch is
+``Memory(habits=True)`` / ``memory.habits`` — with it off no counter is ever loaded or fed.
+The counter is a plain in-memory structure for one user; ``to_dict`` /
 ``from_dict`` let the agent persist it (JSON) wherever it keeps per-user data.
 
 Only names and short, categorical argument values are counted: free text (``query``,
@@ -141,7 +142,6 @@ class HabitCounter:
         self,
         user_id: str,
         *,
-        enabled: bool = False,
         threshold: int = 3,
         window_days: float | None = None,
         max_behaviours: int = 500,
@@ -149,7 +149,6 @@ class HabitCounter:
         if threshold < 1 or max_behaviours < 1:
             raise ValueError("threshold and max_behaviours must be at least 1")
         self.user_id = user_id
-        self.enabled = enabled
         self.threshold = threshold
         self.window_days = window_days
         self.max_behaviours = max_behaviours
@@ -167,7 +166,7 @@ class HabitCounter:
         self, behaviour: Behaviour, *, now: datetime | float, lang: Lang = "zh"
     ) -> MemoryCandidate | None:
         """Count ``behaviour``; a habit candidate the first time it passes the threshold."""
-        if not self.enabled or len(behaviour.key) > _MAX_KEY_CHARS:
+        if len(behaviour.key) > _MAX_KEY_CHARS:
             return None
         when = _epoch(now)
         entry = self._counts.pop(behaviour.key, None)  # re-inserted: most recent last
@@ -214,7 +213,7 @@ class HabitCounter:
     # -- persistence ----------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe counts (the ``enabled`` flag is configuration and is not saved)."""
+        """JSON-safe counts."""
         return {
             "version": _FORMAT_VERSION,
             "user_id": self.user_id,
@@ -232,7 +231,6 @@ class HabitCounter:
         data: Any,
         *,
         user_id: str,
-        enabled: bool = False,
         max_behaviours: int = 500,
     ) -> HabitCounter:
         """The counter saved by :meth:`to_dict` for ``user_id``.
@@ -246,7 +244,6 @@ class HabitCounter:
         window = saved.get("window_days")
         counter = cls(
             user_id,
-            enabled=enabled,
             threshold=threshold if isinstance(threshold, int) and threshold >= 1 else 3,
             window_days=float(window) if isinstance(window, int | float) else None,
             max_behaviours=max_behaviours,

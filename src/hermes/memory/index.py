@@ -435,8 +435,7 @@ def _update_status(conn: sqlite3.Connection, record_id: int, status: str, reusab
 def _delete_where(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[str]:
     """Delete the rows matching ``where`` (a fixed fragment) and return the output hashes no
     remaining row uses — in one transaction, so a concurrent writer cannot slip between."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with write_transaction(conn):
         hashes = [
             row[0]
             for row in conn.execute(
@@ -446,7 +445,7 @@ def _delete_where(conn: sqlite3.Connection, where: str, params: tuple[Any, ...])
             )
         ]
         conn.execute(f"DELETE FROM tool_calls WHERE {where}", params)
-        orphaned = [
+        return [
             digest
             for digest in hashes
             if conn.execute(
@@ -454,12 +453,6 @@ def _delete_where(conn: sqlite3.Connection, where: str, params: tuple[Any, ...])
             ).fetchone()
             is None
         ]
-        conn.execute("COMMIT")
-    except BaseException:  # clean up, then re-raise unchanged
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    return orphaned
 
 
 def _referenced(conn: sqlite3.Connection, digests: list[str]) -> set[str]:

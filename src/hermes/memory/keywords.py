@@ -34,14 +34,14 @@ from dataclasses import dataclass
 #: compatibility ideographs and the supplementary planes), Hangul syllables. Kana punctuation
 #: and sound marks (゠ ・ ゛ ゜, the combining ones) are left out: FTS5's unicode61 splits on
 #: them, so a token of them would be indexed as nothing and never found.
-_CJK_CLASS = (
+CJK_CLASS = (
     "\u3041-\u3098\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff"
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
     "\U00020000-\U0002ebef\U00030000-\U0003134f"
 )
-_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+_CJK_CHAR = re.compile(f"[{CJK_CLASS}]")
 #: A CJK run, or a run of other letters/digits (``[^\W_]`` is a Unicode letter or digit).
-WORD_RUNS = re.compile(f"([{_CJK_CLASS}]+)|([^\\W_{_CJK_CLASS}]+)")
+WORD_RUNS = re.compile(f"([{CJK_CLASS}]+)|([^\\W_{CJK_CLASS}]+)")
 
 #: bm25 column weights of the FTS5 table (owner, terms, chars): the owner token never counts,
 #: a single CJK character counts 0.3 of a bigram or word (茶 is in 绿茶 and in 茶几 alike).
@@ -519,22 +519,29 @@ def remove_from_index(conn: sqlite3.Connection, rids: Sequence[int]) -> None:
     _uncount(conn, [(str(user), str(terms), str(chars)) for _, user, terms, chars in found])
 
 
-def _uncount(conn: sqlite3.Connection, rows: Sequence[tuple[str, str, str]]) -> None:
+def _tally(conn: sqlite3.Connection, rows: Iterable[tuple[str, str, str]], sign: int) -> set[str]:
+    """Add (``sign`` 1) or take away (-1) the ``(user_id, terms, chars)`` rows in their users'
+    keyword statistics; returns the users counted."""
     stats: dict[str, list[int]] = {}
     docs: dict[tuple[str, str], int] = {}
     for user, terms, chars in rows:
         totals = stats.setdefault(user, [0, 0, 0])
-        totals[0] -= 1
-        totals[1] -= token_count(terms)
-        totals[2] -= token_count(chars)
+        totals[0] += sign
+        totals[1] += sign * token_count(terms)
+        totals[2] += sign * token_count(chars)
         for token in _distinct(terms, chars):
-            docs[(user, token)] = docs.get((user, token), 0) - 1
+            docs[(user, token)] = docs.get((user, token), 0) + sign
     conn.executemany(_COUNT_USER, [(user, *totals) for user, totals in stats.items()])
     conn.executemany(_COUNT_TERM, [(user, term, n) for (user, term), n in docs.items()])
-    for user in stats:  # a term no memory of the user holds any more
+    return set(stats)
+
+
+def _uncount(conn: sqlite3.Connection, rows: Sequence[tuple[str, str, str]]) -> None:
+    users = _tally(conn, rows, -1)
+    for user in users:  # a term no memory of the user holds any more
         conn.execute("DELETE FROM memory_user_terms WHERE user_id = ? AND docs <= 0", (user,))
     conn.executemany(
-        "DELETE FROM memory_user_stats WHERE user_id = ? AND rows <= 0", [(u,) for u in stats]
+        "DELETE FROM memory_user_stats WHERE user_id = ? AND rows <= 0", [(u,) for u in users]
     )
 
 
@@ -543,14 +550,4 @@ def rebuild_user_stats(conn: sqlite3.Connection) -> None:
     that introduced them; also a repair)."""
     conn.execute("DELETE FROM memory_user_stats")
     conn.execute("DELETE FROM memory_user_terms")
-    stats: dict[str, list[int]] = {}
-    docs: dict[tuple[str, str], int] = {}
-    for user, terms, chars in conn.execute("SELECT user_id, terms, chars FROM memories"):
-        totals = stats.setdefault(user, [0, 0, 0])
-        totals[0] += 1
-        totals[1] += token_count(terms)
-        totals[2] += token_count(chars)
-        for token in _distinct(terms, chars):
-            docs[(user, token)] = docs.get((user, token), 0) + 1
-    conn.executemany(_COUNT_USER, [(user, *totals) for user, totals in stats.items()])
-    conn.executemany(_COUNT_TERM, [(user, term, n) for (user, term), n in docs.items()])
+    _tally(conn, conn.execute("SELECT user_id, terms, chars FROM memories").fetchall(), 1)

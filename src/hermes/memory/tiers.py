@@ -344,11 +344,14 @@ class ToolMemory:
             logger.warning("memory_blob_missing", digest=digest)
         return data
 
-    async def _drop_blob(self, digest: str) -> None:
+    async def _drop_blob(self, digest: str) -> bool:
+        """Delete one blob; whether it was there. A failure is logged, never raised: a blob
+        left behind is swept by a later upkeep."""
         try:
-            await self.archive.delete(digest)
+            return bool(await self.archive.delete(digest))
         except ArchiveError as exc:
             logger.error("memory_blob_delete_failed", digest=digest, error=exc.message)
+            return False
 
     # -- recording ---------------------------------------------------------------------------
     async def record_call(
@@ -513,13 +516,7 @@ class ToolMemory:
             if isinstance(held, _Pending) and held.user_id == user_id:
                 self.cache.pop(UNCONFIRMED_RESULTS, record_id)
         orphaned = await self.index.forget_user(user_id)
-        deleted = 0
-        for digest in orphaned:
-            try:
-                deleted += await self.archive.delete(digest)
-            except ArchiveError as exc:
-                logger.error("memory_blob_delete_failed", digest=digest, error=exc.message)
-        return deleted
+        return sum([await self._drop_blob(digest) for digest in orphaned])
 
     async def prune(
         self,
@@ -535,12 +532,7 @@ class ToolMemory:
         be on its way (recording writes the blob first). Returns counts per kind."""
         stamp = self.clock() if now is None else now
         orphaned = await self.index.prune(stamp - older_than)
-        blobs = 0
-        for digest in orphaned:
-            try:
-                blobs += await self.archive.delete(digest)
-            except ArchiveError as exc:
-                logger.error("memory_blob_delete_failed", digest=digest, error=exc.message)
+        blobs = sum([await self._drop_blob(digest) for digest in orphaned])
         temp = unnamed = 0
         if isinstance(self.archive, LocalArchive):
             temp, unnamed = await self._sweep_local(self.archive, stamp - blob_grace)
@@ -554,13 +546,7 @@ class ToolMemory:
         for start in range(0, len(old), 500):
             chunk = old[start : start + 500]
             used = await self.index.referenced(chunk)
-            for digest in chunk:
-                if digest in used:
-                    continue
-                try:
-                    removed += await archive.delete(digest)
-                except ArchiveError as exc:
-                    logger.error("memory_blob_delete_failed", digest=digest, error=exc.message)
+            removed += sum([await self._drop_blob(d) for d in chunk if d not in used])
         return temp, removed
 
 

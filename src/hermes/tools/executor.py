@@ -75,6 +75,7 @@ from hermes.observe import get_logger
 from hermes.tools._fastcheck import Check, compile_fast_check
 from hermes.tools._problems import problems_from_errors
 from hermes.tools.base import Tool, ToolContext, ToolResult
+from hermes.tools.builtin.memory_tools import MEMORY_TOOLS
 from hermes.tools.policies import (
     DEFAULT_POLICY_STATE,
     POLICY_STATE_KEY,
@@ -134,7 +135,6 @@ _MAX_OUTPUT_VALIDATORS = 1024
 #: the user's long-term memories (or their ids), which must be gone when the user forgets
 #: them — an archived copy would outlive the forgetting.
 MEMORY_TOOLSET = "memory"
-MEMORY_TOOL_NAMES = frozenset({"remember", "recall_memories", "forget_memory"})
 #: Fingerprints of the tools seen on the memory path, by id (the Tool kept alive beside it,
 #: so an id is never reused while its entry lives); cleared when it grows past the bound.
 _FINGERPRINTS: dict[int, tuple[Tool, str]] = {}
@@ -338,7 +338,9 @@ async def _remembered(run: _Call, memory: ToolMemory) -> ToolResult:
 
 
 def _is_memory_tool(tool: Tool) -> bool:
-    return tool.toolset == MEMORY_TOOLSET or tool.name in MEMORY_TOOL_NAMES
+    # By name too: a program may register its own tool under a memory tool's name (the test
+    # suite's stand-ins do); its output is taken to be memory text, and not archived either.
+    return tool.toolset == MEMORY_TOOLSET or tool.name in MEMORY_TOOLS
 
 
 def _fingerprint(tool: Tool) -> str:

@@ -12,9 +12,10 @@ package, and an agent without memory should not pay for them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from hermes.errors import HermesError, InvalidInputError
+from hermes.memory.records import MemoryKind  # records imports nothing heavy
 from hermes.tools.base import ToolContext, ToolResult
 from hermes.tools.decorator import tool
 
@@ -32,8 +33,8 @@ __all__ = [
     "remember",
 ]
 
-#: The ``ToolContext.extras`` key of the agent's Memory (= ``hermes.memory.facade.MEMORY_KEY``;
-#: kept here as a plain string so that importing the built-ins stays light).
+#: The ``ToolContext.extras`` key of the agent's Memory (re-exported by
+#: ``hermes.memory.facade``; defined here so that importing the built-ins stays light).
 MEMORY_KEY = "memory"
 #: The ``ToolContext.extras`` key the agent sets for every call of a turn: whether the user's
 #: own message of this turn asks for something to be remembered. False: ``remember`` refuses
@@ -42,8 +43,6 @@ MEMORY_KEY = "memory"
 MEMORY_USER_ASKED_KEY = "memory_user_asked"
 #: The tools an agent with a long-term memory offers.
 MEMORY_TOOLS = ("remember", "recall_memories", "forget_memory")
-
-MemoryKindName = Literal["preference", "fact", "habit", "event"]
 
 
 def _refusal(ctx: ToolContext) -> tuple[Memory, MemoryStore, str] | ToolResult:
@@ -72,7 +71,7 @@ def _failed(exc: HermesError) -> ToolResult:
 @tool(timeout=10.0, toolset="memory", parallel_safe=False)
 async def remember(
     content: str,
-    kind: MemoryKindName = "fact",
+    kind: MemoryKind = "fact",
     sensitive: bool = False,
     *,
     ctx: ToolContext,
@@ -120,7 +119,7 @@ async def _save(
     user: str,
     content: str,
     *,
-    kind: MemoryKindName,
+    kind: MemoryKind,
     sensitive: bool,
     topic: str | None,
     ctx: ToolContext,
