@@ -532,16 +532,9 @@ class MemoryStore(SQLiteWorker):
     async def _embed_records(self, records: Sequence[MemoryRecord]) -> _Blobs | None:
         """(vector, calibration) float32 blobs per record; None without an embedder or when
         it fails (the vectors are then embedded on a later search; keywords work meanwhile)."""
-        embedder = self.embedder
-        if embedder is None:
+        if self.embedder is None:
             return None
-        texts = [r.content for r in records]
-        try:
-            matrix, calibration = await asyncio.to_thread(embedder.embed_passages, texts)
-        except Exception as exc:  # noqa: BLE001 - an embedder failure must not lose the memory
-            log.warning("memory_embed_failed", error=f"{type(exc).__name__}: {exc}")
-            return None
-        return [(v.tobytes(), c.tobytes()) for v, c in zip(matrix, calibration, strict=True)]
+        return await _embed_texts(self.embedder, [r.content for r in records])
 
     async def _embed_query(self, embedder: Embedder, text: str) -> QueryVector | None:
         if not text.strip():
@@ -561,19 +554,12 @@ class MemoryStore(SQLiteWorker):
         if cached is not None:
             return cached
         missing = await self._run("vectors", missing_vectors, user_id, model, _BACKFILL_PER_CALL)
-        if missing:
-            try:
-                matrix, calibration = await asyncio.to_thread(
-                    embedder.embed_passages, [content for _, content in missing]
-                )
-            except Exception as exc:  # noqa: BLE001 - search on with the vectors there are
-                log.warning("memory_embed_failed", error=f"{type(exc).__name__}: {exc}")
-            else:
-                rows = [
-                    (rid, vec.tobytes(), cal.tobytes())
-                    for (rid, _), vec, cal in zip(missing, matrix, calibration, strict=True)
-                ]
-                await self._run("vectors", _store_vectors, user_id, model, rows)
+        blobs = (
+            await _embed_texts(embedder, [content for _, content in missing]) if missing else None
+        )
+        if blobs is not None:  # on failure, search on with the vectors there are
+            rows = [(rid, *blob) for (rid, _), blob in zip(missing, blobs, strict=True)]
+            await self._run("vectors", _store_vectors, user_id, model, rows)
         version, rows = await self._run("vectors", load_vectors, user_id, model)
         vectors = build_user_vectors(version, rows)
         if len(missing) < _BACKFILL_PER_CALL:  # complete: reuse it until the next write
@@ -609,6 +595,17 @@ class MemoryStore(SQLiteWorker):
                 vs = score_of(vectors, scores, rid)
             hits.append(MemoryHit(record, combine_scores(kw, vs), kw, vs))
         return hits
+
+
+async def _embed_texts(embedder: Embedder, texts: list[str]) -> _Blobs | None:
+    """(vector, calibration) float32 blobs per text, embedded on a thread; None (logged) when
+    the embedder fails — a memory is never lost to it, its vector comes on a later search."""
+    try:
+        matrix, calibration = await asyncio.to_thread(embedder.embed_passages, texts)
+    except Exception as exc:  # noqa: BLE001 - see the docstring: keywords work meanwhile
+        log.warning("memory_embed_failed", error=f"{type(exc).__name__}: {exc}")
+        return None
+    return [(v.tobytes(), c.tobytes()) for v, c in zip(matrix, calibration, strict=True)]
 
 
 def _finite(value: float, what: str) -> float:
