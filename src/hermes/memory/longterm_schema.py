@@ -11,8 +11,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Final
 
-from hermes.errors import StoreError
 from hermes.memory.keywords import rebuild_user_stats
+from hermes.session.migrations import apply_migrations
 from hermes.sqlite_support import write_transaction
 
 __all__ = ["MIGRATIONS", "bump_user_version", "migrate", "write_transaction"]
@@ -107,32 +107,30 @@ def bump_user_version(conn: sqlite3.Connection, user_id: str) -> None:
 
 
 def migrate(conn: sqlite3.Connection, where: str) -> None:
-    """Bring the memory tables to ``len(MIGRATIONS)``, one transaction per step."""
-    target = len(MIGRATIONS)
+    """Bring the memory tables to ``len(MIGRATIONS)``, one transaction per step (the session
+    store's migration runner, with the version kept in ``memory_schema``)."""
     conn.execute(
         "CREATE TABLE IF NOT EXISTS memory_schema "
         "(id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)"
     )
-    while True:
-        with write_transaction(conn):
-            row = conn.execute("SELECT version FROM memory_schema WHERE id = 1").fetchone()
-            version = 0 if row is None else int(row[0])
-            if version >= target:
-                break
-            for statement in MIGRATIONS[version]:
-                if callable(statement):
-                    statement(conn)
-                else:
-                    conn.execute(statement)
-            conn.execute(
-                "INSERT INTO memory_schema (id, version) VALUES (1, ?) "
-                "ON CONFLICT (id) DO UPDATE SET version = excluded.version",
-                (version + 1,),
-            )
-    if version > target:
-        raise StoreError(
-            f"the memory tables of {where} have schema version {version}, newer than this "
-            f"Hermes supports ({target}); upgrade Hermes",
-            path=where,
-            version=version,
-        )
+    apply_migrations(
+        conn,
+        where,
+        MIGRATIONS,
+        read_version=_read_version,
+        write_version=_write_version,
+        what="the memory tables of {where}",
+    )
+
+
+def _read_version(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT version FROM memory_schema WHERE id = 1").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _write_version(conn: sqlite3.Connection, version: int) -> None:
+    conn.execute(
+        "INSERT INTO memory_schema (id, version) VALUES (1, ?) "
+        "ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+        (version,),
+    )

@@ -9,11 +9,13 @@ never edit a released step, add a new one.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hermes.errors import StoreError
+from hermes.sqlite_support import write_transaction
 
-Migration = Sequence[str]
+#: One schema step: SQL statements, or functions of the connection run in its transaction.
+Migration = Sequence[str | Callable[[sqlite3.Connection], None]]
 
 _V1: Migration = (
     """
@@ -83,36 +85,47 @@ def schema_version(conn: sqlite3.Connection) -> int:
 
 
 def apply_migrations(
-    conn: sqlite3.Connection, where: str, steps: Sequence[Migration] = MIGRATIONS
+    conn: sqlite3.Connection,
+    where: str,
+    steps: Sequence[Migration] = MIGRATIONS,
+    *,
+    read_version: Callable[[sqlite3.Connection], int] = schema_version,
+    write_version: Callable[[sqlite3.Connection, int], None] | None = None,
+    what: str = "the database {where}",
 ) -> int:
-    """Bring the database up to ``len(steps)``; return the resulting version.
+    """Bring the database up to ``len(steps)``, one transaction per step; return the version.
 
-    ``conn`` must be in autocommit mode (``isolation_level=None``). Raises ``StoreError`` when
-    the database was written by a newer Hermes (a newer schema than ``steps`` knows), naming
-    ``where`` (the file). ``sqlite3.Error`` from a step propagates after a rollback.
+    A step is SQL statements or functions of the connection. By default the version is
+    ``PRAGMA user_version``; another schema in the same file (the memory tables) passes its own
+    ``read_version``/``write_version`` and names itself in errors with ``what``. ``conn`` must
+    be in autocommit mode (``isolation_level=None``). Raises ``StoreError`` when the database
+    was written by a newer Hermes (a newer schema than ``steps`` knows), naming ``where`` (the
+    file). ``sqlite3.Error`` from a step propagates after a rollback.
     """
     target = len(steps)
-    version = schema_version(conn)
+    write = write_version or _write_user_version
+    version = read_version(conn)
     while version < target:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(conn):
             # Re-read under the write lock: another process may have migrated meanwhile.
-            version = schema_version(conn)
+            version = read_version(conn)
             if version < target:
                 for statement in steps[version]:
-                    conn.execute(statement)
+                    if callable(statement):
+                        statement(conn)
+                    else:
+                        conn.execute(statement)
                 version += 1
-                conn.execute(f"PRAGMA user_version = {version:d}")
-            conn.execute("COMMIT")
-        except BaseException:  # clean up, then re-raise unchanged
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+                write(conn, version)
     if version > target:
         raise StoreError(
-            f"the database {where} has schema version {version}, newer than this Hermes "
+            f"{what.format(where=where)} has schema version {version}, newer than this Hermes "
             f"supports ({target}); upgrade Hermes or use another database file",
             path=where,
             version=version,
         )
     return version
+
+
+def _write_user_version(conn: sqlite3.Connection, version: int) -> None:
+    conn.execute(f"PRAGMA user_version = {version:d}")
