@@ -109,6 +109,32 @@ def test_bad_input_is_refused_clearly_and_query_syntax_is_just_text(hermes: Herm
     assert "memory.enabled" in refused(off, "config_error")
 
 
+@pytest.mark.parametrize(
+    ("args", "error_type", "says"),
+    [
+        (("search", "--user", "u1", "   "), "invalid_input", "empty"),
+        (("forget", "--user", "u1", "m-abc", "--all", "--yes"), "invalid_input", "not both"),
+        (("forget", "--user", "u1"), "invalid_input", "--all --yes"),
+        (("forget", "--user", "u1", "../x"), "invalid_id", "not valid"),
+    ],
+)
+def test_malformed_commands_are_refused(
+    hermes: Hermes, args: tuple[str, ...], error_type: str, says: str
+) -> None:
+    write_config(hermes.cwd, KEYWORDS_ONLY)
+    assert says in refused(hermes("memory", *args, "--json"), error_type)
+
+
+def test_an_export_that_cannot_be_written_says_so(hermes: Hermes) -> None:
+    write_config(hermes.cwd, KEYWORDS_ONLY)
+    target = hermes.cwd / "no-such-dir" / "f.json"
+    failed = hermes("memory", "export", "--user", "u1", "-o", str(target))
+    assert failed.returncode == 2, failed
+    failed.assert_no_traceback()
+    assert "cannot write" in failed.stderr
+    assert not target.exists()
+
+
 def test_upkeep_export_and_forget(hermes: Hermes) -> None:
     write_config(hermes.cwd, KEYWORDS_ONLY)
     ids = []

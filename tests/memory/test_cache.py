@@ -14,14 +14,7 @@ from hermes.memory.cache import (
     WORKING_MEMORY,
     MemoryCache,
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.memory.support import Clock
 
 
 @pytest.fixture

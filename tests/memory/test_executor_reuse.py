@@ -20,16 +20,9 @@ from hermes.tools import ToolContext, ToolRegistry, execute_tool_call, tool
 from hermes.tools.base import Tool
 from hermes.tools.executor import MEMORY_BACKGROUND_KEY, TOOL_MEMORY_KEY
 from hermes.tools.policies import PolicyState
+from tests.memory.support import Clock
 
 T0 = 1_800_000_000.0
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Counted:

@@ -24,6 +24,8 @@ from hermes.memory.keywords import (
     tokenize,
 )
 
+FTS_TEXTS = ["我喜欢喝咖啡", "Prefers black coffee, no sugar", "用 Python 写后端", "绿茶"]
+
 
 @pytest.fixture
 def fts() -> Iterator[sqlite3.Connection]:
@@ -33,8 +35,7 @@ def fts() -> Iterator[sqlite3.Connection]:
         "CREATE VIRTUAL TABLE t USING fts5(owner, terms, chars, content = '', "
         "tokenize = 'unicode61 remove_diacritics 0', detail = column)"
     )
-    texts = ["我喜欢喝咖啡", "Prefers black coffee, no sugar", "用 Python 写后端", "绿茶"]
-    for rid, text in enumerate(texts, start=1):
+    for rid, text in enumerate(FTS_TEXTS, start=1):
         conn.execute(
             "INSERT INTO t (rowid, owner, terms, chars) VALUES (?, ?, ?, ?)",
             (rid, owner_token("u1"), *index_text(tokenize(text))),
@@ -154,7 +155,14 @@ def test_a_query_without_tokens_builds_no_match():
      "^coffee", "terms: x", "owner : u1", "{terms chars}: x", "😀😀", "咖啡\"OR\"1", "'; DROP"],
 )  # fmt: skip
 def test_fts_syntax_in_user_text_is_searched_for_never_run(fts: sqlite3.Connection, text: str):
-    _matches(fts, text)  # must not raise
+    asked = query_tokens(text)
+    wanted = set(asked.terms) | set(asked.chars)
+    holding = [
+        rid
+        for rid, row in enumerate(FTS_TEXTS, start=1)
+        if wanted & (set(tokenize(row).terms) | set(tokenize(row).chars))
+    ]
+    assert _matches(fts, text) == holding  # exactly the rows holding a token: a literal search
 
 
 @pytest.mark.parametrize("text", ["゠", "・", "゛゜", "カ゚", "コーヒー・ラテ"])

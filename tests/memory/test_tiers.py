@@ -18,18 +18,11 @@ from hermes.models.base import ToolCall
 from hermes.tools import ToolContext, ToolRegistry, execute_tool_call, tool
 from hermes.tools.base import ToolResult
 from hermes.tools.policies import PolicyState
+from tests.memory.support import Clock
 
 T0 = 1_800_000_000.0
 ARGS = {"city": "上海", "days": 3}
 OUTPUT = {"city": "上海", "forecast": [{"day": d, "temp": 20 + d} for d in range(3)]}
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class CountingArchive:
