@@ -55,6 +55,23 @@ def test_list_shows_state_and_prefixed_tools(hermes: Hermes) -> None:
     assert "calc__add" in table.stdout
 
 
+def test_list_reports_a_clash_with_a_plugin_tool_the_agent_has(hermes: Hermes) -> None:
+    plugins = hermes.cwd / "plugins"
+    plugins.mkdir()
+    (plugins / "calc_plugin.py").write_text(
+        "from hermes import tool\n\n\n@tool\ndef calc__add(a: int, b: int) -> int:\n"
+        '    """A local add whose name a remote tool would take."""\n    return a + b\n',
+        encoding="utf-8",
+    )
+    write_config(hermes.cwd, "tools:\n  plugins_dir: plugins\n" + mcp_config())
+    result = hermes("mcp", "list", "--json")
+    assert result.returncode == 0, result
+    (row,) = result.json()
+    assert row["state"] == "ready"
+    # The agent keeps its plugin tool of that name: the remote one is reported, not offered.
+    assert any("'calc__add'" in c and "a local tool" in c for c in row["collisions"])
+
+
 def test_call_runs_the_server_tool_by_its_own_name(hermes: Hermes) -> None:
     write_config(hermes.cwd, mcp_config())
     result = hermes("mcp", "call", "calc", "add", "--args", '{"a": 2, "b": "40"}', "--json")

@@ -60,6 +60,18 @@ def test_mistakes_name_the_file_and_key(load_text, text: str, key: str) -> None:
     assert info.value.file.endswith("hermes.yaml")
 
 
+def test_server_errors_read_like_every_other_config_error(load_text) -> None:
+    text = "mcp_servers:\n  a: {command: x, prefix: 'has space', argz: []}\n"
+    with pytest.raises(ConfigError) as info:
+        load_text(text)
+    message = str(info.value)
+    assert "Value error," not in message  # pydantic's prefix of a validator's ValueError
+    assert message.startswith("invalid configuration: ")
+    assert "mcp_servers.a.prefix: must be 1-40 characters" in message
+    assert "mcp_servers.a.argz: unknown key; did you mean 'args'?" in message
+    assert info.value.file is not None
+
+
 def test_errors_never_echo_secret_values(load_text) -> None:
     text = "mcp_servers:\n  a: {command: x, env: {TOKEN: '${T}'}, url: 'http://h/${T}'}\n"
     with pytest.raises(ConfigError) as info:

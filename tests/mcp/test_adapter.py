@@ -140,7 +140,7 @@ def test_invalid_input_schema_skips_the_tool_with_a_reason() -> None:
     tools, skipped = adapt_tools(
         "srv", "srv", [mcp_tool("add"), bad, remote_ref, not_object], Recorder()
     )
-    assert [t.name for t in tools] == ["srv__add"]
+    assert {remote: t.name for remote, t in tools.items()} == {"add": "srv__add"}
     assert [s.remote_name for s in skipped] == ["broken", "remote_ref", "array"]
     assert all(s.reason and s.server == "srv" for s in skipped)
 
@@ -215,7 +215,7 @@ def test_adapted_tools_carry_the_servers_permissions_and_approval_patterns() -> 
         permissions=("files:read",),
         requires_approval=lambda name: name.startswith("write_"),
     )
-    by_name = {tool.name: tool for tool in tools}
+    by_name = {tool.name: tool for tool in tools.values()}
     assert by_name["srv__read_file"].permissions == ("files:read",)
     assert by_name["srv__write_file"].permissions == ("files:read",)
     assert by_name["srv__read_file"].requires_approval is False

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
 
 from hermes import Agent, tool
-from hermes.mcp import McpManager, ServerConfig
+from hermes.agent.remote_tools import tools_tokens
+from hermes.mcp import McpManager, ServerConfig, remote_tool
+from hermes.models.base import ToolSpec
 from hermes.testing import ScriptedModel, call, say
+from hermes.tools.base import Tool, ToolResult
 from tests.mcp.conftest import SERVER_SCRIPT, pid_alive, stdio_config
 
 
@@ -162,3 +170,54 @@ async def test_remote_tools_leave_the_registry_when_their_server_is_gone(tmp_pat
         agent.mcp.sync()
         assert "calc__add" not in agent.tools
         assert "calculator" in agent.tools
+
+
+class _Manager(McpManager):
+    """A manager without servers whose offered tools and version the test sets."""
+
+    def __init__(self, offered: list[Tool]) -> None:
+        super().__init__({})
+        self.offered = offered
+        self.bumps = 0
+
+    @property
+    def version(self) -> int:
+        return self.bumps
+
+    def tools(self, *, reserved: Collection[str] = ()) -> list[Tool]:
+        return [t for t in self.offered if t.name not in reserved]
+
+
+async def _unused(name: str, arguments: dict[str, Any]) -> ToolResult:
+    raise AssertionError("no call expected")
+
+
+async def test_a_state_change_alone_does_not_reserialise_the_tool_schemas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    add = remote_tool("calc", "calc", types.Tool(name="add", input_schema=schema), _unused)
+    manager = _Manager([add])
+    agent = Agent(model=ScriptedModel([]), store=tmp_path / "h.db", mcp_servers=manager)
+    assert agent.mcp is not None
+    serialised: list[str] = []
+    to_openai = ToolSpec.to_openai
+
+    def counting(spec: ToolSpec) -> dict[str, Any]:
+        serialised.append(spec.name)
+        return to_openai(spec)
+
+    monkeypatch.setattr(ToolSpec, "to_openai", counting)
+    agent.mcp.sync()
+    assert agent.tools.get("calc__add") is add
+    assert "calc__add" in serialised  # the tool joined: the schemas' tokens were recounted
+    assert agent._runtime.tools_tokens == tools_tokens(agent.tools)
+    serialised.clear()
+    manager.bumps += 1  # a state change alone (ready ↔ reconnecting): the same tools
+    agent.mcp.sync()
+    assert serialised == []
+    manager.offered, manager.bumps = [], manager.bumps + 1  # the server is gone
+    agent.mcp.sync()
+    assert "calc__add" not in agent.tools
+    assert agent._runtime.tools_tokens == tools_tokens(agent.tools)
+    await agent.aclose()

@@ -313,9 +313,16 @@ async def test_a_late_error_of_a_replaced_session_does_not_tear_down_the_live_on
 )
 def test_backoff_doubles_up_to_the_cap_with_jitter_down_to_half(failures: int, draw: float) -> None:
     policy = ReconnectPolicy(base_delay=0.5, max_delay=30, random=lambda: draw)
-    ceiling = min(30.0, 0.5 * 2 ** min(failures, 64))  # 2**64 · 0.5 is far past the cap
+    # base · 2^(n-1) after n failures (0 waits as 1); 2**64 · 0.5 is far past the cap.
+    ceiling = min(30.0, 0.5 * 2 ** min(max(failures - 1, 0), 64))
     delay = policy.delay(failures)
     assert ceiling / 2 <= delay <= ceiling
+
+
+def test_the_default_backoff_is_half_a_second_doubling_to_thirty() -> None:
+    # The schedule docs/mcp.md promises: 0.5 s doubling to 30 s (the waits' upper ends).
+    policy = ReconnectPolicy(random=lambda: 1.0)
+    assert [policy.delay(n) for n in range(9)] == [0.5, 0.5, 1, 2, 4, 8, 16, 30, 30]
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -213,17 +214,53 @@ def _list_resources(request: _Deadlines, budget: float) -> Tool:
     return {t.name: t for t in tools}["r__list_resources"]
 
 
-async def test_list_resources_makes_both_requests_under_one_deadline() -> None:
+async def test_list_resources_bounds_the_templates_by_what_is_left_of_the_budget() -> None:
     request = _Deadlines()
     tool = _list_resources(request, budget=5)
     start = anyio.current_time()
     result = await tool.fn()
     assert result.ok, result.error
     assert [action for action, _ in request.seen] == ["resources/list", "resources/templates/list"]
-    # Both run under the same deadline, budget seconds after the call began.
     first, second = (deadline for _, deadline in request.seen)
-    assert first == second
-    assert start + 5 <= first <= anyio.current_time() + 5
+    # The listing is bounded by the connection's request alone (its own timeout message);
+    # the templates by the budget, counted from the start of the call.
+    assert first == math.inf
+    assert start + 5 <= second <= anyio.current_time() + 5
+
+
+class _SilentSession:
+    """A live session whose resources/list sends one malformed message, then nothing."""
+
+    def __init__(self, conn: McpConnection) -> None:
+        self._conn = conn
+
+    async def list_resources(self, params: object = None) -> Any:
+        self._conn._note.record(ValueError("bad JSON from the server"))
+        await anyio.sleep_forever()
+
+
+async def test_a_listing_timeout_keeps_the_connections_detailed_message() -> None:
+    conn = McpConnection("slow", stdio_config(timeout=0.3))
+    conn._session = _SilentSession(conn)  # type: ignore[assignment]
+    conn.state = "ready"
+    capabilities = types.ServerCapabilities(resources=types.ResourcesCapability())
+    tools, _ = utility_tools(
+        "slow",
+        "slow",
+        capabilities,
+        conn.request,
+        taken=(),
+        allows=ToolFilter().allows,
+        timeout=1.3,
+        request_timeout=0.3,
+    )
+    result = await {t.name: t for t in tools}["slow__list_resources"].fn()
+    assert result.error is not None
+    assert result.error.type == "timeout"
+    message = result.error.message
+    assert "MCP server 'slow' did not answer resources/list within 0.3 s" in message
+    # What the connection saw meanwhile: the reason a silent server seemed silent.
+    assert "it sent malformed JSON-RPC: bad JSON from the server" in message
 
 
 async def test_list_resources_skips_the_templates_when_little_time_is_left() -> None:

@@ -19,7 +19,7 @@ from hermes.agent.approvals import Decision, PendingApproval
 from hermes.agent.events import AgentEvent, TurnFinished
 from hermes.agent.history import import_chat_history
 from hermes.agent.locks import SessionLocks
-from hermes.agent.remote_tools import RemoteTools, tools_tokens
+from hermes.agent.remote_tools import RemoteTools
 from hermes.agent.result import RunResult
 from hermes.agent.turn import run_turn
 from hermes.agent.turn_state import Runtime, TurnSettings
@@ -41,7 +41,6 @@ from hermes.tools.decorator import as_tool
 from hermes.tools.executor import MEMORY_BACKGROUND_KEY, TOOL_MEMORY_KEY
 from hermes.tools.permissions import Authorizer
 from hermes.tools.registry import ToolRegistry
-from hermes.tools.toolsets import ToolsetIndex
 
 if TYPE_CHECKING:
     from hermes.config.mcp import ServerConfig
@@ -378,11 +377,9 @@ def _equip(
     runtime: Runtime, authorizer: Authorizer | None, toolset_limit: int, memory: Memory | None
 ) -> None:
     """Token count of the tool schemas, RBAC, toolset selection and memory on the runtime."""
-    runtime.tools_tokens = tools_tokens(runtime.tools)
     runtime.authorizer = authorizer
     runtime.toolset_limit = toolset_limit
-    if len(runtime.tools) > toolset_limit:
-        runtime.toolsets = ToolsetIndex(list(runtime.tools))
+    runtime.refresh_tools()
     runtime.memory = memory
 
 

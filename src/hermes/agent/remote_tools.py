@@ -10,21 +10,20 @@ one that has failed or closed takes them away. Local names are reserved: a remot
 shadows one.
 
 The check costs one integer comparison when nothing changed (``McpManager.version``), so turns
-of an agent without MCP changes pay nothing for it. The manager is imported only when MCP
+of an agent without MCP changes pay nothing for it; the tool schemas' tokens and the toolset
+index are recounted (``Runtime.refresh_tools``) only when tools joined or left the registry,
+not for a state change alone. The manager is imported only when MCP
 servers are configured: the SDK is a large import that plain agents never need.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from hermes.agent.turn_state import tools_tokens
 from hermes.observe import get_logger
-from hermes.session.tokens import count_tokens
 from hermes.tools.base import Tool
-from hermes.tools.registry import ToolRegistry
-from hermes.tools.toolsets import ToolsetIndex
 
 if TYPE_CHECKING:
     from hermes.agent.turn_state import Runtime
@@ -34,13 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["RemoteTools", "tools_tokens"]
 
 logger = get_logger("agent")
-
-
-def tools_tokens(registry: ToolRegistry) -> int:
-    """Tokens the registry's tool schemas take in every model request."""
-    if not len(registry):
-        return 0
-    return count_tokens(json.dumps([s.to_openai() for s in registry.specs()], ensure_ascii=False))
 
 
 class RemoteTools:
@@ -85,16 +77,20 @@ class RemoteTools:
         registry, ours = self._runtime.tools, self._remote
         reserved = [name for name in registry.names() if registry.get(name) is not ours.get(name)]
         current = {tool.name: tool for tool in self.manager.tools(reserved=reserved)}
+        changed = False
         for name, tool in ours.items():
             if name not in current and registry.get(name) is tool:
                 registry.unregister(name)
+                changed = True
         for name, tool in current.items():
             existing = registry.get(name)
             if existing is not tool and (existing is None or existing is ours.get(name)):
                 registry.register(tool, replace=True)
+                changed = True
         added, removed = current.keys() - ours.keys(), ours.keys() - current.keys()
         self._remote = current
-        self._refresh_runtime()
+        if changed:  # not for a state change alone (ready ↔ reconnecting keeps the tools)
+            self._runtime.refresh_tools()
         if added or removed:
             logger.info(
                 "mcp_tools_synced",
@@ -102,12 +98,6 @@ class RemoteTools:
                 removed=sorted(removed),
                 remote_tools=len(current),
             )
-
-    def _refresh_runtime(self) -> None:
-        runtime = self._runtime
-        runtime.tools_tokens = tools_tokens(runtime.tools)
-        over = len(runtime.tools) > runtime.toolset_limit
-        runtime.toolsets = ToolsetIndex(list(runtime.tools)) if over else None
 
     def status(self) -> list[dict[str, Any]]:
         return self.manager.status()

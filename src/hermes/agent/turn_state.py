@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from hermes.session.fsm import ConversationState, StateMachineSpec
 from hermes.session.items import Item, SessionState
 from hermes.session.store import Store
 from hermes.session.summary import Summarizer
+from hermes.session.tokens import count_tokens
 from hermes.tools.permissions import Authorizer
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.toolsets import ToolsetIndex
@@ -22,6 +24,13 @@ from hermes.tools.toolsets import ToolsetIndex
 if TYPE_CHECKING:  # the memory package loads only for agents that have a memory
     from hermes.agent.memory_step import TurnMemory
     from hermes.memory.facade import Memory
+
+
+def tools_tokens(registry: ToolRegistry) -> int:
+    """Tokens the registry's tool schemas take in every model request."""
+    if not len(registry):
+        return 0
+    return count_tokens(json.dumps([s.to_openai() for s in registry.specs()], ensure_ascii=False))
 
 
 @dataclass(slots=True)
@@ -58,6 +67,13 @@ class Runtime:
     extras: dict[str, Any] = field(default_factory=dict)
     #: Working memory, recall, arguments from memory, learning (issue 5); None: all off.
     memory: Memory | None = None
+
+    def refresh_tools(self) -> None:
+        """Recount what depends on the registry's tools (their schemas' tokens, the toolset
+        index) after tools joined or left it; ``toolset_limit`` must be set."""
+        self.tools_tokens = tools_tokens(self.tools)
+        over = len(self.tools) > self.toolset_limit
+        self.toolsets = ToolsetIndex(list(self.tools)) if over else None
 
     def offer(self, user_id: str | None, message: str) -> list[ToolSpec]:
         """The tools offered to the model for this message and user (seed 001 §6.3; issue 3

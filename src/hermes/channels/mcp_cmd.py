@@ -5,11 +5,12 @@
     hermes mcp serve [--transport stdio|http] [--host H] [--port P]
 
 ``list`` connects every configured server (each bounded by its ``connect_timeout``) and shows
-its state and tools; with ``--json`` one JSON list of ``{"name", "state", "transport",
-"tools", "error", …}``. ``call`` takes the server's own tool name (not the ``<prefix>__`` one)
-and runs the call through the executor pipeline like the agent would, so the arguments are
-validated locally first; with ``--json`` it prints ``{"ok", "output", "error", "server",
-"tool"}`` for a call that was made.
+its state and tools, and in ``collisions`` those whose names the agent's own tools (built-ins,
+plugins) already take; with ``--json`` one JSON list of ``{"name", "state", "transport",
+"tools", "error", "collisions", …}``. ``call`` takes the server's own tool name (not the
+``<prefix>__`` one) and runs the call through the executor pipeline like the agent would, so
+the arguments are validated locally first; with ``--json`` it prints ``{"ok", "output",
+"error", "server", "tool"}`` for a call that was made.
 
 Exit codes: 0 done; 2 refused before any call (bad ``--args`` JSON, unknown server or tool, bad
 config) — with ``--json`` stdout is ``{"error": {"type", "message"}}`` as for every command;
@@ -41,7 +42,6 @@ from hermes.errors import ConfigError, HermesError, InvalidInputError
 
 if TYPE_CHECKING:
     from hermes.config import LoadedConfig
-    from hermes.mcp.client import McpManager
     from hermes.tools.base import ToolResult
 
 #: Exit code of a call that ran but failed (server unavailable, tool error, timeout).
@@ -69,7 +69,10 @@ def mcp_list(as_json: JsonFlag = False) -> None:
         else:
             note("no MCP servers configured (mcp_servers: in hermes.yaml) / 未配置 MCP 服务器")
         return
-    status = run_async(lambda: _statuses(loaded))
+    try:
+        status = run_async(lambda: _statuses(loaded))
+    except HermesError as exc:
+        fail(exc, as_json)
     if as_json:
         write_json(status)
         return
@@ -87,17 +90,13 @@ def mcp_list(as_json: JsonFlag = False) -> None:
 
 
 async def _statuses(loaded: LoadedConfig) -> list[dict[str, Any]]:
-    from hermes.mcp.client import McpManager
-
-    manager = McpManager(loaded.config.mcp_servers)
-    manager.start()
+    # The agent's tools (built-ins, plugins, memory tools) reserve their names as in a turn,
+    # so a collision shown here is one the agent meets — never its model or store.
+    agent = open_agent(loaded, offline=True, store=":memory:")
     try:
-        await manager.wait_ready()
-        reserved = loaded.config.tools.builtins
-        manager.tools(reserved=reserved)  # fills ``collisions``
-        return manager.status()
+        return await agent.connect_mcp()
     finally:
-        await manager.aclose()
+        await agent.aclose()
 
 
 @mcp_app.command("call")
@@ -155,7 +154,7 @@ async def _call(
 ) -> ToolResult:
     from hermes.mcp.client import McpManager
     from hermes.models.base import ToolCall
-    from hermes.tools.base import ToolContext
+    from hermes.tools.base import ToolContext, ToolResult
     from hermes.tools.executor import execute_tool_call
     from hermes.tools.registry import ToolRegistry
 
@@ -164,7 +163,7 @@ async def _call(
     try:
         connection = manager.connection(server)
         if not await connection.wait_ready():
-            return _unavailable(manager, server)
+            return ToolResult.failure("service_unavailable", connection.error or "not connected")
         adapted = connection.tool_for(tool)
         if adapted is None:
             offered = sorted(connection.remote_names())
@@ -180,13 +179,6 @@ async def _call(
         return await execute_tool_call(registry, call, context)
     finally:
         await manager.aclose()
-
-
-def _unavailable(manager: McpManager, server: str) -> ToolResult:
-    from hermes.tools.base import ToolResult
-
-    error = manager.connection(server).status().get("error") or "not connected"
-    return ToolResult.failure("service_unavailable", str(error))
 
 
 def _print_result(result: ToolResult, server: str, tool: str, as_json: bool) -> None:

@@ -10,10 +10,7 @@ already set in the environment, and ``os.environ`` is never modified.
 
 from __future__ import annotations
 
-import difflib
 import os
-import types
-import typing
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +18,9 @@ from typing import Any
 
 import yaml
 from dotenv import dotenv_values
-from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic import ValidationError
 
+from hermes.config.checks import problems_text, validation_problems
 from hermes.config.placeholders import expand_tree
 from hermes.config.schema import HermesConfig
 from hermes.errors import ConfigError
@@ -213,67 +210,17 @@ def _yaml_type_name(value: Any) -> str:
 def _validate(data: dict[str, Any], source: Path) -> HermesConfig:
     try:
         return HermesConfig.model_validate(data)
-    except ConfigError as exc:  # raised by a section parser (mcp_servers) with its key
+    except ConfigError as exc:
+        # From the mcp_servers parser (worded like the errors below, with its key): pydantic
+        # lets it through, so the file is added here.
         message = _scrub(exc.reason, _secret_values(data))
         raise ConfigError(message, key=exc.key, file=str(source)) from None
     except ValidationError as exc:
         # Keep only locations and messages: pydantic's own text shows the input values.
-        problems = [(_dotted(err["loc"]), _describe(err)) for err in exc.errors()]
-    detail = "; ".join(f"{key}: {message}" for key, message in problems)
-    message = _scrub(f"invalid configuration: {detail}", _secret_values(data))
+        problems = validation_problems(exc, HermesConfig)
+    message = _scrub(problems_text(problems), _secret_values(data))
     key = problems[0][0] if len(problems) == 1 else None
     raise ConfigError(message, key=key, file=str(source)) from None
-
-
-def _dotted(loc: tuple[int | str, ...]) -> str:
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path = f"{path}.{part}" if path else str(part)
-    return path or "<root>"
-
-
-def _describe(err: ErrorDetails) -> str:
-    kind = err["type"]
-    if kind == "extra_forbidden":
-        return _unknown_key_message(err["loc"])
-    if kind == "missing":
-        return "required key is missing"
-    message = err["msg"]
-    return message.removeprefix("Value error, ")
-
-
-def _unknown_key_message(loc: tuple[int | str, ...]) -> str:
-    allowed = _allowed_keys(loc[:-1])
-    if not allowed:
-        return "unknown key"
-    typed = str(loc[-1])
-    close = difflib.get_close_matches(typed, allowed, n=1, cutoff=0.6)
-    if close:
-        return f"unknown key; did you mean '{close[0]}'?"
-    return "unknown key (expected one of: " + ", ".join(allowed) + ")"
-
-
-def _allowed_keys(parent: tuple[int | str, ...]) -> list[str]:
-    model: type[BaseModel] | None = HermesConfig
-    for part in parent:
-        if model is None or not isinstance(part, str) or part not in model.model_fields:
-            return []
-        model = _model_in(model.model_fields[part].annotation)
-    return list(model.model_fields) if model is not None else []
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        for arg in typing.get_args(annotation):
-            found = _model_in(arg)
-            if found is not None:
-                return found
-    return None
 
 
 def _secret_values(data: Any) -> set[str]:

@@ -38,6 +38,7 @@ from pydantic import (
     model_validator,
 )
 
+from hermes.config.checks import check_scopes, problems_text, validation_problems
 from hermes.config.urls import http_url
 from hermes.errors import ConfigError
 
@@ -48,10 +49,6 @@ Transport = Literal["stdio", "streamable_http", "sse"]
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 _PREFIX = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 _MAX_SERVER_NAME = 64
-#: The RBAC scope syntax of ``hermes.config.schema`` (``RoleConfig``): ``segment(:segment)*``,
-#: optionally ending in ``:*``, or ``*`` alone. Repeated here because that module keeps its
-#: pattern private and is not ours to change; keep the two in step.
-_SCOPE = re.compile(r"\*|[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)*(?::\*)?")
 #: ``type`` values other clients write, mapped to our ``transport``.
 _TYPE_ALIASES: dict[str, Transport] = {
     "stdio": "stdio",
@@ -139,12 +136,7 @@ class ServerConfig(BaseModel):
     @field_validator("permissions")
     @classmethod
     def _check_scopes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for scope in value:
-            if not _SCOPE.fullmatch(scope):
-                raise ValueError(
-                    f"invalid scope {scope!r:.80}: use segments of A-Z a-z 0-9 _ . - joined by "
-                    "':', optionally ending in ':*' (or '*' alone)"
-                )
+        check_scopes(value)
         return value
 
     @field_validator("requires_approval")
@@ -186,8 +178,9 @@ class ServerConfig(BaseModel):
 def parse_mcp_servers(value: Any, *, file: str | None = None) -> dict[str, ServerConfig]:
     """The servers of an ``mcp_servers`` value, by name (both shapes; see the module doc).
 
-    ``None`` gives no servers. Raises :class:`~hermes.errors.ConfigError` naming the server and
-    key (``mcp_servers.<name>.<key>``) for the first bad server, listing all its problems.
+    ``None`` gives no servers. Raises :class:`~hermes.errors.ConfigError` for the first bad
+    server, listing all its problems worded as the loader words every other section's
+    (``invalid configuration: mcp_servers.<name>.<key>: …``), its key that of the first.
     """
     if value is None:
         return {}
@@ -245,16 +238,8 @@ def _parse_one(name: str, raw: Any, *, foreign: bool, file: str | None) -> Serve
     try:
         return ServerConfig.model_validate(data)
     except ValidationError as exc:
-        problems = []
-        first_key = key
-        for err in exc.errors(include_input=False, include_url=False):
-            loc = ".".join(str(part) for part in err["loc"])
-            if loc and first_key == key:
-                first_key = f"{key}.{loc}"
-            what = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-            problems.append(f"{loc}: {what}" if loc else what)
-        message = f"MCP server {name!r} is misconfigured: " + "; ".join(problems)
-        raise ConfigError(message, key=first_key, file=file) from None
+        problems = validation_problems(exc, ServerConfig, prefix=("mcp_servers", name))
+        raise ConfigError(problems_text(problems), key=problems[0][0], file=file) from None
 
 
 def _from_foreign_shape(

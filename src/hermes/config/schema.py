@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from hermes.config.checks import check_scopes
 from hermes.config.mcp import ServerConfig, parse_mcp_servers
 from hermes.config.urls import http_url
 
@@ -124,8 +125,6 @@ class ToolsConfig(_Section):
     http_allow: list[str] = Field(default_factory=list)
 
 
-# A scope is ``segment(:segment)*``, optionally ending in ``:*``; ``*`` alone grants everything.
-_SCOPE = re.compile(r"\*|[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)*(?::\*)?")
 _ROLE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
@@ -138,12 +137,7 @@ class RoleConfig(_Section):
     @field_validator("scopes")
     @classmethod
     def _check_scopes(cls, value: list[str]) -> list[str]:
-        for scope in value:
-            if not _SCOPE.fullmatch(scope):
-                raise ValueError(
-                    f"invalid scope {scope!r}: use segments of A-Z a-z 0-9 _ . - joined by ':', "
-                    "optionally ending in ':*' (or '*' alone for every scope)"
-                )
+        check_scopes(value)  # the syntax hermes.config.checks shares with mcp_servers
         return value
 
 

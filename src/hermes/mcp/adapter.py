@@ -31,6 +31,7 @@ from typing import Any
 import mcp_types as types
 
 from hermes.mcp.config import sanitize_name
+from hermes.mcp.failures import clip
 from hermes.tools.base import Tool, ToolResult
 from hermes.tools.validation import check_json_schema
 
@@ -42,6 +43,7 @@ __all__ = [
     "adapt_tools",
     "clip_text",
     "content_attachment",
+    "no_approval",
     "normalize_result",
     "remote_tool",
     "resource_attachment",
@@ -69,6 +71,11 @@ class SkippedTool:
     server: str
     remote_name: str
     reason: str
+
+
+def no_approval(remote_name: str) -> bool:
+    """The default ``requires_approval`` of :func:`adapt_tools`: no tool needs approval."""
+    return False
 
 
 def tool_name(prefix: str, remote_name: str) -> str:
@@ -128,9 +135,7 @@ def normalize_result(result: types.CallToolResult, *, max_text_chars: int = 20_0
     text = clip_text("\n".join(texts), max_text_chars)
     if result.is_error:
         message = text or "the tool reported an error without a message"
-        if len(message) > _MAX_ERROR_CHARS:
-            message = message[: _MAX_ERROR_CHARS - 1] + "…"
-        return ToolResult.failure(MCP_TOOL_ERROR, message)
+        return ToolResult.failure(MCP_TOOL_ERROR, clip(message, _MAX_ERROR_CHARS))
     output: dict[str, Any] = {"text": text}
     notes: list[str] = []
     if result.structured_content is not None:
@@ -155,7 +160,8 @@ def normalize_result(result: types.CallToolResult, *, max_text_chars: int = 20_0
 
 
 def clip_text(text: str, max_chars: int) -> str:
-    """``text`` cut to ``max_chars`` with a note saying how much was left out."""
+    """``text`` cut to ``max_chars`` with a note saying how much was left out (for outputs;
+    :func:`hermes.mcp.failures.clip` shortens messages and descriptions with "…")."""
     if len(text) <= max_chars:
         return text
     shown = f"showing {max_chars} of {len(text)} characters"
@@ -241,9 +247,9 @@ def remote_tool(
     async def run_remote(**arguments: Any) -> ToolResult:
         return await call(remote_name, arguments)
 
-    description = mcp_tool.description or mcp_tool.title or f"Tool {remote_name!r}"
-    if len(description) > _MAX_DESCRIPTION_CHARS:
-        description = description[: _MAX_DESCRIPTION_CHARS - 1] + "…"
+    description = clip(
+        mcp_tool.description or mcp_tool.title or f"Tool {remote_name!r}", _MAX_DESCRIPTION_CHARS
+    )
     return Tool(
         name=name if name is not None else tool_name(prefix, remote_name),
         description=f"{description} (MCP server {server_name!r})",
@@ -265,17 +271,17 @@ def adapt_tools(
     *,
     timeout: float = 30.0,
     permissions: tuple[str, ...] = (),
-    requires_approval: bool | Callable[[str], bool] = False,
-) -> tuple[list[Tool], list[SkippedTool]]:
-    """Every usable tool of one server, plus the ones skipped with their reasons.
+    requires_approval: Callable[[str], bool] = no_approval,
+) -> tuple[dict[str, Tool], list[SkippedTool]]:
+    """Every usable tool of one server by its remote name (in listing order), plus the ones
+    skipped with their reasons.
 
-    ``permissions`` apply to every tool; ``requires_approval`` to all of them (a bool) or to
-    those whose remote name it accepts (a predicate, e.g. ``ServerConfig.needs_approval``).
+    ``permissions`` apply to every tool; ``requires_approval`` tells by remote name which
+    need a person's approval (e.g. ``ServerConfig.needs_approval``).
     """
-    approval = requires_approval if callable(requires_approval) else lambda _: requires_approval
     listed = list(mcp_tools)
     names = tool_names(prefix, (t.name for t in listed))
-    tools: list[Tool] = []
+    tools: dict[str, Tool] = {}
     skipped: list[SkippedTool] = []
     seen: set[str] = set()
     for mcp_tool in listed:
@@ -292,10 +298,10 @@ def adapt_tools(
                 name=names[mcp_tool.name],
                 timeout=timeout,
                 permissions=permissions,
-                requires_approval=approval(mcp_tool.name),
+                requires_approval=requires_approval(mcp_tool.name),
             )
         except ValueError as exc:
             skipped.append(SkippedTool(server_name, mcp_tool.name, str(exc)))
             continue
-        tools.append(tool)
+        tools[mcp_tool.name] = tool
     return tools, skipped

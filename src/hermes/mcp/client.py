@@ -64,7 +64,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from hermes.errors import HermesError
-from hermes.mcp.adapter import SkippedTool, adapt_tools, normalize_result, tool_names
+from hermes.mcp.adapter import SkippedTool, adapt_tools, normalize_result
 from hermes.mcp.config import ServerConfig
 from hermes.mcp.failures import (
     HttpStatus,
@@ -740,7 +740,7 @@ class McpConnection:
         self._fingerprint = fingerprint
         prefix = config.prefix_for(self.name)
         timeout = config.timeout + _CALL_GRACE_S
-        tools, skipped = adapt_tools(
+        by_remote, skipped = adapt_tools(
             self.name,
             prefix,
             wanted,
@@ -754,7 +754,7 @@ class McpConnection:
             prefix,
             caps,
             self.request,
-            taken={tool.name for tool in tools},
+            taken={tool.name for tool in by_remote.values()},
             allows=config.tools.allows,
             timeout=timeout,
             max_text_chars=self._max_text_chars,
@@ -766,10 +766,8 @@ class McpConnection:
             logger.warning(
                 "mcp_tool_skipped", server=self.name, tool=item.remote_name, reason=item.reason
             )
-        local = {tool.name: tool for tool in tools}
-        names = tool_names(prefix, (t.name for t in wanted))
-        self._by_remote = {remote: local[n] for remote, n in names.items() if n in local}
-        self._tools = tools + utilities
+        self._by_remote = by_remote
+        self._tools = [*by_remote.values(), *utilities]
         self.skipped = screened + skipped + not_offered
         self._version += 1
         return True

@@ -44,6 +44,8 @@ _NOTE_CHARS = 200
 
 
 def clip(text: str, limit: int = 1_000) -> str:
+    """``text`` in at most ``limit`` characters, ending in "…" when cut: the mcp package's
+    clip for messages and descriptions (outputs: :func:`hermes.mcp.adapter.clip_text`)."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -162,8 +162,29 @@ class _Writable(Protocol[T_contra]):
     async def aclose(self) -> None: ...
 
 
-class ReadWatch(Generic[T_co]):
+class _Closable(Protocol):
+    async def aclose(self) -> None: ...
+
+
+class _Wrapper:
+    """A stream around ``_inner`` (set by the subclass): closing it closes the inner one."""
+
+    _inner: _Closable
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class ReadWatch(_Wrapper, Generic[T_co]):
     """A transport's read stream that screens listings and calls ``on_end`` when it ends."""
+
+    _inner: _Readable[T_co]
 
     def __init__(
         self, inner: _Readable[T_co], on_end: Callable[[], None], screen: ToolListScreen
@@ -196,18 +217,11 @@ class ReadWatch(Generic[T_co]):
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-class WriteWatch:
+class WriteWatch(_Wrapper):
     """A transport's write stream that tells the screen which requests are listings."""
+
+    _inner: _Writable[SessionMessage]
 
     def __init__(self, inner: _Writable[SessionMessage], screen: ToolListScreen) -> None:
         self._inner = inner
@@ -216,12 +230,3 @@ class WriteWatch:
     async def send(self, item: SessionMessage, /) -> None:
         self._screen.sent(item)
         await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()

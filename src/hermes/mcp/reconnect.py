@@ -1,9 +1,10 @@
 """How an MCP connection retries: exponential backoff with jitter, behind a circuit breaker.
 
 A server that cannot be reached (at start, or after its connection was lost) is retried in the
-background, waiting ``base_delay · 2^(n-1)`` seconds (at most ``max_delay``) before attempt
-``n + 1``, each wait jittered down to between half and all of it so that several Hermes
-processes restarted together do not reconnect in lockstep.
+background, waiting ``base_delay · 2^(n-1)`` seconds (at most ``max_delay``) after ``n`` failed
+attempts in a row — 0.5 s, 1 s, 2 s … 30 s by default — each wait jittered down to between half
+and all of it (:func:`hermes.backoff.retry_delay`, the model client's schedule too) so that
+several Hermes processes restarted together do not reconnect in lockstep.
 
 After ``breaker_failures`` consecutive failed connects the server's circuit opens (the
 breaker of :mod:`hermes.tools.policies.breaker`, one per connection): retries slow to one
@@ -13,7 +14,8 @@ circuit again.
 A connection counts as a success only once it has stayed up ``stable_after`` seconds: a server
 that answers ``initialize`` and the tool listing and then exits (a crash loop) would otherwise
 look healthy at every attempt and be restarted forever. A session lost sooner counts as a
-failed connect (backoff grows, the breaker counts it); one lost later is retried at once.
+failed connect (backoff grows, the breaker counts it); one lost later is retried after the
+shortest wait (``base_delay``, jittered).
 
 The numbers are not part of ``ServerConfig``: they are runtime behaviour, the same for every
 server, and tests shrink them through :class:`ReconnectPolicy`.
@@ -26,12 +28,10 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from hermes.backoff import retry_delay
 from hermes.tools.policies.breaker import BreakerPolicy
 
 __all__ = ["ReconnectPolicy"]
-
-#: 2^60 · base is beyond any cap; larger exponents would only overflow the float.
-_MAX_EXPONENT = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +61,12 @@ class ReconnectPolicy:
         return BreakerPolicy(failures=self.breaker_failures, reset_after=self.breaker_cooldown)
 
     def delay(self, failures: int) -> float:
-        """Seconds to wait after ``failures`` consecutive failed attempts (0: after a loss).
+        """Seconds to wait after ``failures`` consecutive failed attempts: ``base_delay ·
+        2^(failures-1)``, at most ``max_delay``, jittered to between half and all of it.
+        ``0`` (the loss of a stable session) waits as after one failure.
 
-        Hand-written rather than tenacity's ``wait_*`` objects: those read the attempt number
-        from the ``RetryCallState`` of a running ``Retrying`` loop, and this loop also waits on
-        a stop event and a breaker, which tenacity's loop cannot.
+        Computed here rather than by tenacity's ``wait_*`` objects: those read the attempt
+        number from the ``RetryCallState`` of a running ``Retrying`` loop, and this loop also
+        waits on a stop event and a breaker, which tenacity's loop cannot.
         """
-        exponent = min(max(failures, 0), _MAX_EXPONENT)
-        ceiling = min(self.max_delay, self.base_delay * 2.0**exponent)
-        return ceiling / 2 + self.random() * ceiling / 2
+        return retry_delay(failures, base=self.base_delay, cap=self.max_delay, rng=self.random)

@@ -72,6 +72,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp
 
+from hermes.mcp.adapter import clip_text
 from hermes.mcp.server_http import (
     BearerGate,
     McpServeError,
@@ -329,7 +330,7 @@ class HermesMcpServer:
         if listed.validator is None:
             structured = output if isinstance(output, dict) and not oversized else None
             if oversized:
-                text = f"{text[:limit]}\n…[truncated: showing {limit} of {len(text)} characters]"
+                text = clip_text(text, limit)
             return _success(text, structured, trace_id)
         if oversized:
             message = (

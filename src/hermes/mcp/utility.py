@@ -20,9 +20,11 @@ reported. The server's ``tools.include`` / ``tools.exclude`` filter applies to t
 names too (``exclude: [list_*]`` hides them), and so do its ``permissions`` and
 ``requires_approval`` patterns: a utility reaches the same server as its tools.
 
-``list_resources`` makes two requests (resources, then templates) under one deadline, the
-connection's per-request timeout: the executor's bound on the tool is only a little longer, so
-the templates — a bonus on the first page — are skipped when too little time is left.
+``list_resources`` makes two requests (resources, then templates) within one budget, the
+connection's per-request timeout: the first is bounded by the connection's request itself (so
+its timeout message says what the server last did), the templates — a bonus on the first page —
+by what is left of the budget, and skipped when too little is: the executor's bound on the tool
+is only a little longer.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from hermes.mcp.adapter import (
     SkippedTool,
     clip_text,
     content_attachment,
+    no_approval,
     resource_attachment,
     tool_name,
 )
@@ -53,9 +56,6 @@ R = TypeVar("R")
 
 #: ``list_resources`` asks for templates only with at least this share of its deadline left.
 _TEMPLATES_MIN_SHARE = 0.25
-
-#: The bare names of the utility tools, in the order they are offered.
-UTILITY_NAMES = ("list_resources", "read_resource", "list_prompts", "get_prompt")
 
 
 class SessionRequest(Protocol):
@@ -130,6 +130,9 @@ _SPECS = (
     ),
 )
 
+#: The bare names of the utility tools, in the order they are offered.
+UTILITY_NAMES = tuple(spec.name for spec in _SPECS)
+
 
 def utility_tools(
     server: str,
@@ -143,18 +146,17 @@ def utility_tools(
     max_text_chars: int = 20_000,
     request_timeout: float | None = None,
     permissions: tuple[str, ...] = (),
-    requires_approval: bool | Callable[[str], bool] = False,
+    requires_approval: Callable[[str], bool] = no_approval,
 ) -> tuple[list[Tool], list[SkippedTool]]:
     """The utility tools ``capabilities`` call for, minus those whose local name is ``taken``
     by one of the server's own tools (reported as skipped) or that ``allows`` rejects.
 
     ``timeout`` is the executor's bound on a utility call, ``request_timeout`` (default: the
     same) the deadline of all of one call's requests. ``permissions`` and ``requires_approval``
-    (for the bare utility names) are set on the tools as on the server's own.
+    (a predicate on the bare utility names) are set on the tools as on the server's own.
     """
     if capabilities is None:
         return [], []
-    approval = requires_approval if callable(requires_approval) else lambda _: requires_approval
     offered = {
         "resources": capabilities.resources is not None,
         "prompts": capabilities.prompts is not None,
@@ -181,7 +183,7 @@ def utility_tools(
                 timeout=timeout,
                 toolset=f"mcp:{server}",
                 permissions=permissions,
-                requires_approval=approval(spec.name),
+                requires_approval=requires_approval(spec.name),
             )
         )
     return tools, skipped
@@ -199,17 +201,12 @@ class _Utilities:
         self._budget = budget
 
     async def list_resources(self, cursor: str | None = None) -> ToolResult:
+        # The request bounds the listing itself (its timeout says what the server last did);
+        # the deadline, taken first, is what is left of the budget for the templates.
         deadline = anyio.current_time() + self._budget
-        with anyio.CancelScope(deadline=deadline) as scope:
-            page = await self._request(
-                "resources/list", lambda s: s.list_resources(params=_page(cursor))
-            )
-        if scope.cancelled_caught:
-            message = (
-                f"MCP server {self._server!r} did not answer resources/list "
-                f"within {self._budget:g} s"
-            )
-            return ToolResult.failure("timeout", message)
+        page = await self._request(
+            "resources/list", lambda s: s.list_resources(params=_page(cursor))
+        )
         if isinstance(page, ToolResult):
             return page
         templates: list[types.ResourceTemplate] = []

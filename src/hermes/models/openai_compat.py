@@ -16,7 +16,6 @@ retry policy, and one place that logs it.
 from __future__ import annotations
 
 import email.utils
-import random
 import secrets
 import socket
 import time
@@ -28,6 +27,7 @@ import openai
 from openai.types.chat import ChatCompletionChunk, ChatCompletionMessage
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from hermes.backoff import retry_delay
 from hermes.errors import ConfigError, ModelError
 from hermes.models.base import FinishReason, ModelRequest, ModelResponse, ToolCall, Usage
 from hermes.models.guard import check_model_request
@@ -49,26 +49,6 @@ _FINISH_REASONS: dict[str, FinishReason] = {
 }
 _DETAIL_LIMIT = 200
 FailureKind = Literal["unreachable", "dropped", "timeout", "status", "malformed", "error"]
-
-
-def retry_delay(
-    attempt: int,
-    *,
-    base: float,
-    cap: float,
-    retry_after: float | None = None,
-    rng: Callable[[], float] = random.random,
-) -> float:
-    """Seconds to wait before retry number ``attempt`` (1 for the first retry).
-
-    The server's ``Retry-After`` wins when given, capped at ``cap``; otherwise exponential
-    backoff ``base * 2**(attempt-1)``, capped at ``cap``, with "equal jitter" (a random value
-    between half and all of it) so that many clients do not retry in lockstep.
-    """
-    if retry_after is not None:
-        return max(0.0, min(float(retry_after), cap))
-    backoff = min(cap, base * 2.0 ** max(0, attempt - 1))
-    return backoff / 2 + rng() * backoff / 2
 
 
 class _AttemptError(Exception):
