@@ -11,14 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes.memory.extract import MemoryCandidate
-from hermes.memory.habits import (
-    HabitCounter,
-    intent_behaviour,
-    sequence_behaviour,
-    tool_behaviours,
-)
+from hermes.memory.habits import Behaviour, HabitCounter, tool_behaviours
 
 T0 = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)
+
+
+def behaviour(name: str) -> Behaviour:
+    return Behaviour(
+        f"intent:{name}", f"用户经常提出「{name}」类请求", f"The user often asks for {name}"
+    )
 
 
 def weather_calls(
@@ -59,42 +60,25 @@ def test_free_text_long_and_sensitive_values_are_not_behaviours() -> None:
     assert keys == ["tool:t", "tool:t|unit=celsius", "tool:t|days=3", "tool:t|verbose=true"]
 
 
-def test_key_arguments_restrict_what_is_counted() -> None:
-    keys = [b.key for b in tool_behaviours("t", {"city": "x", "days": 3}, key_arguments=["city"])]
-    assert keys == ["tool:t", "tool:t|city=x"]
-
-
-def test_intents_and_sequences_are_behaviours_too() -> None:
-    counter = HabitCounter("u1")
-    follow_up = sequence_behaviour("get_weather", "get_forecast")
-    found = [counter.observe(follow_up, now=T0) for _ in range(4)]
-    assert found[:3] == [None, None, None]
-    assert found[3] is not None
-    assert "get_forecast" in found[3].content
-    intent = [counter.observe(intent_behaviour("weather"), now=T0, lang="en") for _ in range(4)]
-    assert intent[3] is not None
-    assert intent[3].content == "The user often asks for weather"
-
-
 def test_a_threshold_can_be_configured() -> None:
     counter = HabitCounter("u1", threshold=1)
-    assert counter.observe(intent_behaviour("x"), now=T0) is None
-    assert counter.observe(intent_behaviour("x"), now=T0) is not None
+    assert counter.observe(behaviour("x"), now=T0) is None
+    assert counter.observe(behaviour("x"), now=T0) is not None
 
 
 def test_with_a_window_an_old_count_starts_over() -> None:
     counter = HabitCounter("u1", window_days=7)
-    behaviour = intent_behaviour("weather")
+    weather = behaviour("weather")
     for day in (0, 1, 2):
-        counter.observe(behaviour, now=T0 + timedelta(days=day))
-    assert counter.observe(behaviour, now=T0 + timedelta(days=30)) is None
-    assert counter.count(behaviour.key) == 1
+        counter.observe(weather, now=T0 + timedelta(days=day))
+    assert counter.observe(weather, now=T0 + timedelta(days=30)) is None
+    assert counter.count(weather.key) == 1
 
 
 def test_the_number_of_behaviours_is_bounded() -> None:
     counter = HabitCounter("u1", max_behaviours=10)
     for i in range(25):
-        counter.observe(intent_behaviour(f"i{i}"), now=T0 + timedelta(minutes=i))
+        counter.observe(behaviour(f"i{i}"), now=T0 + timedelta(minutes=i))
     assert len(counter) == 10
     assert counter.count("intent:i24") == 1
     assert counter.count("intent:i0") == 0

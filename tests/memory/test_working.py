@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.memory.working import WorkingMemory, find_dates, find_facts, name_key
-from hermes.session.items import Item
+from hermes.memory.scan import find_dates, find_facts, name_key
+from hermes.memory.working import WorkingMemory
+from hermes.session.summary import clip
 
 SHANGHAI = timezone(timedelta(hours=8))
 FRIDAY = datetime(2025, 1, 10, 9, 0, tzinfo=SHANGHAI)  # a Friday
@@ -314,35 +315,6 @@ def test_calls_are_bounded() -> None:
     assert [c.tool for c in memory.calls] == ["tool_4", "tool_3", "tool_2"]
 
 
-def test_conversation_items_are_observed_in_order() -> None:
-    items = [
-        Item("user", "text", "帮我查一下订单ORD777"),
-        Item("assistant", "tool_call", '{"order_id": "ORD777"}', tool_call_id="c1",
-             tool_name="query_order"),
-        Item("tool", "tool_result",
-             '{"ok": true, "summary": "已发货", "output": {"status": "shipped"}}',
-             tool_call_id="c1", tool_name="query_order"),
-        Item("assistant", "text", "订单ORD888已发货"),  # the assistant's words are not facts
-        Item("assistant", "tool_call", '{"city": "x"}', tool_call_id="c2", tool_name="weather"),
-        Item("tool", "tool_result",
-             '{"ok": false, "error": {"type": "timeout", "message": "slow"}}',
-             tool_call_id="c2", tool_name="weather"),
-    ]  # fmt: skip
-    memory = WorkingMemory()
-    memory.observe_items(items, now=FRIDAY)
-    order = memory.last_call("query_order")
-    weather = memory.last_call("weather")
-    assert order is not None
-    assert order.ok
-    assert order.summary == "已发货"
-    assert order.request == "帮我查一下订单ORD777"
-    assert weather is not None
-    assert not weather.ok
-    assert weather.error_type == "timeout"
-    assert "ORD888" not in {f.value for f in memory.facts}
-    assert memory.turn == 1
-
-
 # -- render and persistence ----------------------------------------------------------------
 
 
@@ -478,3 +450,19 @@ def test_secret_arguments_are_never_kept() -> None:
     assert call.arguments == {"user": "bob", "password": "***", "api_key": "***"}
     assert not call.complete  # cannot be repeated as stored
     assert ("account_id", "A-77") in {(f.label, f.value) for f in memory.facts}
+
+
+def test_clip_folds_whitespace_and_shows_a_cut_past_a_long_blank_run() -> None:
+    assert clip("  a \n b\t c  ", 10) == "a b c"
+    assert clip("一二三四五六", 4) == "一二三…"
+    assert clip("x " * 10_000, 7) == "x x x …"
+    # The bounded head it reads first folds to exactly 10 characters; the "b" after the blanks
+    # still makes this a cut (the session summary's old clip returned "aaaaaaaaaa").
+    assert clip("a" * 10 + " " * 40 + "b", 10) == "a" * 9 + "…"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab 一\n\t\u3000"), max_size=200), st.integers(0, 30))
+def test_clip_gives_what_folding_the_whole_text_gives(text: str, limit: int) -> None:
+    flat = " ".join(text.split())
+    assert clip(text, limit) == (flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…")

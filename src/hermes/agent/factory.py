@@ -148,24 +148,19 @@ def build_memory(
         return None
     # Imported here: the memory package loads only for agents that have a memory.
     from hermes.memory.facade import Memory
-    from hermes.memory.open import memory_dir, open_memory_store
+    from hermes.memory.open import memory_dir
     from hermes.memory.recall import RecallPolicy
-    from hermes.memory.tiers import ToolMemory
     from hermes.memory.upkeep import UpkeepPolicy
 
     directory = memory_dir(loaded, store=store)
     if directory is None:
         return None
-    long_term = open_memory_store(loaded, embedder="auto", store=store)
-    try:
-        tools = ToolMemory.open(directory) if mc.tool_index else None
-    except BaseException:  # clean up, then re-raise unchanged
-        long_term.close_sync()
-        raise
     hours = mc.upkeep_interval_hours
-    return Memory(
-        long_term,
-        tools,
+    return Memory.open(
+        directory,
+        semantic=mc.semantic != "off",
+        cross_language=mc.cross_language != "off",
+        tool_index=mc.tool_index,
         extractor=_extractor(mc.extraction, mc.threshold, model, loaded, offline=offline),
         policy=RecallPolicy(
             min_score=mc.recall_min_score,

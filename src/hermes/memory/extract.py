@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Final, Literal, Protocol
 
-from hermes.memory.records import MemoryDraft, MemoryKind
-from hermes.memory.working import EN_WEEKDAYS, find_dates
+from hermes.memory.records import MEMORY_KINDS, MemoryDraft, MemoryKind
+from hermes.memory.scan import EN_WEEKDAYS, MAX_SCAN_CHARS, find_dates
 from hermes.models.base import Model, ModelRequest
 from hermes.models.json_repair import loads_lenient
 from hermes.observe import get_logger
@@ -35,6 +35,7 @@ from hermes.observe import get_logger
 __all__ = [
     "DEFAULT_THRESHOLD",
     "EXTRACTION_PROMPT",
+    "MAX_SCAN_CHARS",
     "Extractor",
     "MemoryCandidate",
     "ModelExtractor",
@@ -48,8 +49,6 @@ log = get_logger("memory")
 
 #: Candidates below this confidence are dropped (seed 001 §5.2: "高于0.8的写入").
 DEFAULT_THRESHOLD: Final = 0.8
-#: Longest text scanned (rules) or sent to the model; a pasted document is not a memory.
-MAX_SCAN_CHARS: Final = 4000
 #: Longest candidate content; a memory is one statement, not a paragraph.
 MAX_CANDIDATE_CHARS: Final = 500
 #: At most this many candidates per message.
@@ -60,7 +59,6 @@ _EXPLICIT: Final = 0.95
 _CLEAR: Final = 0.9
 _PLAIN: Final = 0.85
 _HEDGE_PENALTY: Final = 0.3
-_KINDS: Final[tuple[MemoryKind, ...]] = ("preference", "fact", "habit", "event")
 
 
 @dataclass(frozen=True, slots=True)
@@ -809,10 +807,17 @@ def _candidate(
 
 
 class Extractor(Protocol):
-    """What the agent calls after a turn: candidates from the user's message text only."""
+    """What the agent calls after a turn: candidates from the user's message text only. The
+    turn's ids come along for logging and tracing (an extractor may ignore them)."""
 
     async def extract(
-        self, user_text: str, *, now: datetime | None = None
+        self,
+        user_text: str,
+        *,
+        now: datetime | None = None,
+        user_id: str | None = None,
+        session_id: str = "",
+        trace_id: str = "",
     ) -> list[MemoryCandidate]: ...
 
 
@@ -883,7 +888,7 @@ def _model_entry(entry: Any, threshold: float) -> MemoryCandidate | None:
     kind = entry.get("kind", entry.get("type"))
     content = entry.get("content")
     confidence = entry.get("confidence")
-    if kind not in _KINDS or not isinstance(content, str) or not content.strip():
+    if kind not in MEMORY_KINDS or not isinstance(content, str) or not content.strip():
         return None
     if isinstance(confidence, bool) or not isinstance(confidence, int | float):
         return None

@@ -44,7 +44,6 @@ from hermes.memory.extract import (
     DEFAULT_THRESHOLD,
     Extractor,
     MemoryCandidate,
-    ModelExtractor,
     RuleExtractor,
 )
 from hermes.memory.habits import HabitCounter
@@ -281,13 +280,11 @@ class Memory:
         now = self.now()
         candidates: list[MemoryCandidate] = []
         if self.extractor is not None:
-            if isinstance(self.extractor, ModelExtractor):
-                found = await self.extractor.extract(
+            candidates.extend(
+                await self.extractor.extract(
                     text, now=now, user_id=user_id, session_id=session_id or "", trace_id=trace_id
                 )
-            else:
-                found = await self.extractor.extract(text, now=now)
-            candidates.extend(found)
+            )
         if self.habits and calls:
             candidates.extend(await self._habits(user_id, calls, now, lang))
         kept = [c for c in candidates if c.confidence >= self.threshold]

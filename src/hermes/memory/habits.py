@@ -1,11 +1,10 @@
 """Implicit habits (issue 5 §5 (c), seed 001 §5.2 "隐式积累"): behaviours counted per user.
 
-Each time a user does something countable — calls a tool, calls it with the same key argument
-(``get_weather`` with ``city=上海``), follows one tool with another, or hits an intent — the
-agent tells a :class:`HabitCounter`. When a behaviour has been seen *more than* ``threshold``
-times (default 3, so on the 4th time) the counter returns a ``habit``
-:class:`~hermes.memory.extract.MemoryCandidate` once ("用户经常用 get_weather 查询
-city=上海"); the long-term store decides whether to keep it.
+Each time a user does something countable — calls a tool, or calls it with the same argument
+value (``get_weather`` with ``city=上海``) — the agent tells a :class:`HabitCounter`. When a
+behaviour has been seen *more than* ``threshold`` times (default 3, so on the 4th time) the
+counter returns a ``habit`` :class:`~hermes.memory.extract.MemoryCandidate` once ("用户经常用
+get_weather 查询 city=上海"); the long-term store decides whether to keep it.
 
 Off by default (seed 001: "隐式积累的开关默认关，因为需要观察期"): the switch is
 ``Memory(habits=True)`` / ``memory.habits`` — with it off no counter is ever loaded or fed.
@@ -20,7 +19,7 @@ never become part of a behaviour.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -29,13 +28,7 @@ from hermes.memory.extract import MemoryCandidate, detect_sensitive
 from hermes.models.brain.phrases import Lang
 from hermes.observe import get_logger, is_secret_key
 
-__all__ = [
-    "Behaviour",
-    "HabitCounter",
-    "intent_behaviour",
-    "sequence_behaviour",
-    "tool_behaviours",
-]
+__all__ = ["Behaviour", "HabitCounter", "tool_behaviours"]
 
 log = get_logger("memory")
 
@@ -80,15 +73,11 @@ def _countable(name: str, value: Any) -> bool:
     return 0 < len(text) <= _MAX_VALUE_CHARS and "\n" not in text and not detect_sensitive(text)
 
 
-def tool_behaviours(
-    tool: str, arguments: Mapping[str, Any], *, key_arguments: Sequence[str] | None = None
-) -> list[Behaviour]:
+def tool_behaviours(tool: str, arguments: Mapping[str, Any]) -> list[Behaviour]:
     """The behaviours one tool call shows: using the tool, and using it with each countable
-    argument value (or only ``key_arguments`` when given, e.g. ``["city"]``)."""
+    argument value."""
     found = [Behaviour(f"tool:{tool}", f"用户经常使用 {tool}", f"The user often uses {tool}")]
     for name, value in arguments.items():
-        if key_arguments is not None and name not in key_arguments:
-            continue
         if not _countable(name, value):
             continue
         shown = f"{name}={_format_value(value)}"
@@ -100,22 +89,6 @@ def tool_behaviours(
             )
         )
     return found
-
-
-def intent_behaviour(intent: str) -> Behaviour:
-    """Hitting an intent of the rule brain (or any named request type)."""
-    return Behaviour(
-        f"intent:{intent}", f"用户经常提出「{intent}」类请求", f"The user often asks for {intent}"
-    )
-
-
-def sequence_behaviour(previous: str, current: str) -> Behaviour:
-    """Following ``previous`` with ``current`` (seed 001: "问天气都要追问那明天呢")."""
-    return Behaviour(
-        f"seq:{previous}>{current}",
-        f"用户用完 {previous} 后常接着用 {current}",
-        f"After {previous} the user often goes on to {current}",
-    )
 
 
 @dataclass(slots=True)
@@ -192,11 +165,10 @@ class HabitCounter:
         *,
         now: datetime | float,
         lang: Lang = "zh",
-        key_arguments: Sequence[str] | None = None,
     ) -> list[MemoryCandidate]:
         """Count a tool call (see :func:`tool_behaviours`). When the tool and one of its
         argument values become habits together, only the more specific one is returned."""
-        behaviours = tool_behaviours(tool, arguments, key_arguments=key_arguments)
+        behaviours = tool_behaviours(tool, arguments)
         found = [(b, self.observe(b, now=now, lang=lang)) for b in behaviours]
         specific = [c for b, c in found[1:] if c is not None]
         general = found[0][1]

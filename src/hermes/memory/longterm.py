@@ -79,6 +79,7 @@ from hermes.memory.longterm_schema import (  # MIGRATIONS re-exported for tests 
     write_transaction,
 )
 from hermes.memory.records import (
+    ACTIVE_SQL,
     MemoryDraft,
     MemoryHit,
     MemoryKind,
@@ -702,7 +703,7 @@ def _active_with_content(
     """The user's active (not superseded, not expired) memory with exactly ``content``."""
     row = conn.execute(
         f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.user_id = ? AND m.content = ? "
-        "AND m.superseded_by IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?) "
+        f"AND {ACTIVE_SQL} "
         "ORDER BY m.created_at, m.rid LIMIT 1",
         (user_id, content, now),
     ).fetchone()

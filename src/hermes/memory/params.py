@@ -32,19 +32,19 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from hermes.memory.working import Fact, WorkingMemory, name_key
+from hermes.memory.scan import MAX_VALUE_CHARS, name_key, split_name
+from hermes.memory.working import Fact, WorkingMemory
 from hermes.models.brain.phrases import Lang
 from hermes.observe import get_logger
 
 __all__ = [
     "ArgumentSource",
     "FilledArgument",
-    "RecalledMemory",
     "describe_filled",
     "fill_missing",
 ]
@@ -52,19 +52,6 @@ __all__ = [
 log = get_logger("memory")
 
 ArgumentSource = Literal["working_call", "working_fact", "memory"]
-_MAX_VALUE_CHARS: Final = 200
-
-
-class RecalledMemory(Protocol):
-    """A recalled memory: ``hermes.memory.records.MemoryRecord`` fits, and so does any object
-    with ``content`` and ``kind`` (``id`` and ``sensitive`` are read when present). A
-    ``MemoryHit`` (with ``.record``) or a ``(content, kind)`` tuple is accepted too."""
-
-    @property
-    def content(self) -> str: ...
-
-    @property
-    def kind(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +112,11 @@ def fill_missing(
     """``arguments`` completed with missing required values from memory, and their provenance.
 
     ``tool_schema`` is the JSON Schema of the tool's parameters; ``tool_name`` (the tool being
-    called) lets its own last call take precedence. Returns a new dict (the input is never
-    changed) and one :class:`FilledArgument` per value added, in the order of ``required``.
-    Raises ``TypeError`` if ``arguments`` is not a mapping.
+    called) lets its own last call take precedence. ``recalled`` holds memories, best first:
+    ``MemoryRecord``/``MemoryHit`` objects, anything with ``content`` and ``kind`` (``id`` and
+    ``sensitive`` read when present), or ``(content, kind)`` tuples. Returns a new dict (the
+    input is never changed) and one :class:`FilledArgument` per value added, in the order of
+    ``required``. Raises ``TypeError`` if ``arguments`` is not a mapping.
     """
     if not isinstance(arguments, Mapping):
         raise TypeError(f"arguments must be a mapping, not {type(arguments).__name__}")
@@ -190,7 +179,7 @@ def _coerce(value: Any, types: list[str]) -> Any:
     for kind in types:
         if kind == "string":
             if isinstance(value, str):
-                return value if len(value) <= _MAX_VALUE_CHARS else _NO_FIT
+                return value if len(value) <= MAX_VALUE_CHARS else _NO_FIT
             if isinstance(value, int | float) and not isinstance(value, bool):
                 return str(value)
         elif kind == "integer":
@@ -308,8 +297,7 @@ def _from_working(
 
 def _words(name: str) -> list[str]:
     """``input_file`` / ``inputFile`` / ``input-file`` → ``["input", "file"]``."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
-    return [w for w in re.split(r"[\s_\-.]+", spaced.casefold()) if w]
+    return [w for w in re.split(r"[\s_\-.]+", split_name(name).casefold()) if w]
 
 
 def _fact_labels(name: str, prop: Mapping[str, Any]) -> set[str]:
@@ -392,7 +380,7 @@ _STATEMENTS: Final[list[tuple[str, re.Pattern[str]]]] = [
 def _concepts(text: str) -> set[str]:
     """Concepts a name or key names: the whole of it, else its words (``home_city`` → city).
     ``name`` counts only when nothing more specific does (``city_name`` is a city)."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text).replace("_", " ").replace("-", " ")
+    spaced = split_name(text).replace("_", " ").replace("-", " ")
     folded = " ".join(spaced.split()).casefold()
     found = {c for c, pattern in _CONCEPT_PATTERNS.items() if pattern.match(folded)}
     if not found:
@@ -435,7 +423,7 @@ def _memory_value(content: str) -> list[tuple[str, str]]:
 
 def _clean_value(value: str) -> str:
     value = re.split(r"[，,。;；]|\s+and\s+|\s+but\s+", value.strip(), maxsplit=1)[0]
-    return value.strip(" \t\"'“”‘’「」")[:_MAX_VALUE_CHARS]
+    return value.strip(" \t\"'“”‘’「」")[:MAX_VALUE_CHARS]
 
 
 def _from_memories(

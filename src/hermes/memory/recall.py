@@ -43,6 +43,7 @@ from hermes.memory.notes import BLOCK_HEADER
 from hermes.memory.records import MemoryHit, MemoryKind, SearchFilter
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
+from hermes.session.summary import clip
 
 log = get_logger("memory")
 
@@ -188,9 +189,7 @@ def format_block(hits: Sequence[MemoryHit]) -> str:
     lines = [BLOCK_HEADER]
     for hit in hits:
         record = hit.record
-        content = " ".join(record.content.split())
-        if len(content) > _ITEM_CHARS:
-            content = content[: _ITEM_CHARS - 1] + "…"
+        content = clip(record.content, _ITEM_CHARS)
         day = datetime.fromtimestamp(record.updated_at, UTC).date().isoformat()
         lines.append(f"- ({record.kind}, {day}) {content}")
     return "\n".join(lines)

@@ -27,6 +27,10 @@ MAX_TOPIC_CHARS: Final = 200
 MAX_TAGS: Final = 16
 MAX_TAG_CHARS: Final = 64
 
+#: SQL term (on table alias ``m``, one ``?`` parameter: now) for an active memory: neither
+#: superseded nor expired (the SQL form of :meth:`MemoryRecord.is_active`).
+ACTIVE_SQL: Final = "m.superseded_by IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?)"
+
 _MEMORY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 
 
@@ -167,7 +171,7 @@ class SearchFilter:
         clauses: list[str] = []
         params: list[Any] = []
         if not self.include_inactive:
-            clauses.append("m.superseded_by IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?)")
+            clauses.append(ACTIVE_SQL)
             params.append(now)
         if self.updated_since is not None:
             exempt = ", ".join("?" for _ in self.recency_exempt)

@@ -15,7 +15,17 @@ from typing import Final, Literal
 
 from hermes.models.brain.numerals import chinese_to_int
 
-__all__ = ["EN_MONTHS", "EN_WEEKDAYS", "DateMention", "find_dates", "find_facts", "name_key"]
+__all__ = [
+    "EN_MONTHS",
+    "EN_WEEKDAYS",
+    "MAX_SCAN_CHARS",
+    "MAX_VALUE_CHARS",
+    "DateMention",
+    "find_dates",
+    "find_facts",
+    "name_key",
+    "split_name",
+]
 
 DateLabel = Literal["date", "week", "month", "year"]
 
@@ -350,7 +360,14 @@ def _find_names(text: str, add: Callable[..., None]) -> None:
             add(m.start(1), m.end(1), "name", m[1])  # a person, product or place: unknown
 
 
+_CAMEL_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def split_name(name: str) -> str:
+    """``name`` with a space at each camelCase break: ``inputFile`` → ``input File``."""
+    return _CAMEL_BREAK.sub(" ", name)
+
+
 def name_key(name: str) -> str:
     """A name folded for comparison: ``orderId``, ``order_id`` and ``Order-ID`` → ``orderid``."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
-    return "".join(ch for ch in spaced.casefold() if ch.isalnum())
+    return "".join(ch for ch in split_name(name).casefold() if ch.isalnum())

@@ -78,7 +78,7 @@ from hermes.errors import InvalidInputError
 from hermes.memory.keywords import MAX_QUERY_TOKENS, normalize, query_tokens
 from hermes.memory.longterm import RECORD_COLUMNS, MemoryStore, record_from_row
 from hermes.memory.longterm_schema import bump_user_version, write_transaction
-from hermes.memory.records import MemoryNotFoundError, MemoryRecord
+from hermes.memory.records import ACTIVE_SQL, MemoryNotFoundError, MemoryRecord
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
 
@@ -174,10 +174,6 @@ class UpkeepReport:
 
     def count(self, action: UpkeepActionKind) -> int:
         return sum(1 for a in self.actions if a.action == action)
-
-    @property
-    def changed(self) -> int:
-        return len(self.actions)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: counts per action, the actions with ids, and whether work is left."""
@@ -454,7 +450,6 @@ def merged_record(keep: MemoryRecord, other: MemoryRecord) -> MemoryRecord:
 
 # -- statements (run through MemoryStore.run_blocking; every one scoped by user) -------------
 
-_ACTIVE = "m.superseded_by IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?)"
 _LAST_USE = "max(m.updated_at, coalesce(m.last_recalled_at, 0))"
 
 
@@ -464,7 +459,7 @@ def _pending(
     """Active memories new or changed since the job last examined them, by user, oldest first."""
     where = "" if user_id is None else " AND m.user_id = ?"
     rows = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE {_ACTIVE} "
+        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE {ACTIVE_SQL} "
         f"AND (m.checked_at IS NULL OR m.checked_at < m.updated_at){where} "
         "ORDER BY m.user_id, m.rid LIMIT ?",
         (now, *(() if user_id is None else (user_id,)), limit),
@@ -477,7 +472,7 @@ def _by_subject(
 ) -> list[MemoryRecord]:
     rows = conn.execute(
         f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.user_id = ? AND m.subject = ? "
-        f"AND m.kind = ? AND {_ACTIVE} ORDER BY m.rid LIMIT 100",
+        f"AND m.kind = ? AND {ACTIVE_SQL} ORDER BY m.rid LIMIT 100",
         (user_id, subject, kind, now),
     )
     return [record_from_row(row) for row in rows]
@@ -544,7 +539,7 @@ def _stale(
     last_use, demoted_before = cutoffs
     sql = (
         f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.tier = ? AND m.explicit = 0 "
-        f"AND {_ACTIVE} AND {_LAST_USE} < ?"
+        f"AND {ACTIVE_SQL} AND {_LAST_USE} < ?"
     )
     params: list[Any] = [tier, now, last_use]
     if demoted_before is not None:
@@ -588,6 +583,24 @@ class _Run:
         self.subjects: dict[str, str | None] = {}
         self.batch: list[MemoryRecord] = []
         self._vectors: dict[str, Any] = {}
+        # A record's text is read once per run, however many pairs it is part of.
+        self._texts: dict[str, _Text] = {}
+        self._statements: dict[tuple[str, str | None, bool], Statement] = {}
+
+    def text(self, content: str) -> _Text:
+        """``_Text.of(content)``, read once per run."""
+        found = self._texts.get(content)
+        if found is None:
+            found = self._texts[content] = _Text.of(content)
+        return found
+
+    def statement(self, record: MemoryRecord) -> Statement:
+        """What ``record`` states (:func:`read_statement`), read once per run."""
+        key = (record.content, record.topic, record.sensitive)
+        found = self._statements.get(key)
+        if found is None:
+            found = self._statements[key] = _statement(record)
+        return found
 
     def current(self, record: MemoryRecord) -> MemoryRecord | None:
         """The record as this run left it, None if it merged or was replaced."""
@@ -607,7 +620,7 @@ class _Run:
             users.setdefault(record.user_id, []).append(record)
         for owner, records in users.items():
             self.batch = records
-            statements = {r.id: _statement(r) for r in records}
+            statements = {r.id: self.statement(r) for r in records}
             self.subjects = {i: s.subject for i, s in statements.items()}
             for record in records:
                 current = self.current(record)
@@ -640,12 +653,12 @@ class _Run:
         return current
 
     async def _duplicates(self, a: MemoryRecord, b: MemoryRecord) -> bool:
-        ta, tb = _Text.of(a.content), _Text.of(b.content)
+        ta, tb = self.text(a.content), self.text(b.content)
         if ta.squashed and ta.squashed == tb.squashed:
             return True
         if ta.negative != tb.negative or ta.digits != tb.digits:
             return False
-        sa, sb = _statement(a), _statement(b)
+        sa, sb = self.statement(a), self.statement(b)
         one_valued = sa.subject is not None and sa.subject.startswith("is:")
         if one_valued and sa.subject == sb.subject and sa.value != sb.value:
             return False  # two values of one subject: a conflict, not a duplicate
@@ -702,8 +715,8 @@ class _Run:
             older, newer = sorted((current, other_now), key=_age)
             if forced is not None and newer.id != current.id:
                 continue
-            said = _statement(newer)
-            rel = relation(_statement(older), said) if forced is None else "replaces"
+            said = self.statement(newer)
+            rel = relation(self.statement(older), said) if forced is None else "replaces"
             if rel == "same":
                 current = await self._merge(current, other_now, "same statement")
             elif rel == "replaces":
@@ -744,11 +757,11 @@ class _Run:
                 mode="keyword", now=self.now,
             )  # fmt: skip
             for hit in hits:
-                other = _statement(hit.record)
+                other = self.statement(hit.record)
                 if (
                     _is_same_polarity_preference(other, statement)
                     and named
-                    and named <= (_tokens(canonical(hit.record.content)))
+                    and named <= self.text(hit.record.content).tokens
                 ):
                     out.append((hit.record, f"names the old value {statement.old_value!r}"))
         if self.store.embedder is not None and statement.choice:
@@ -759,7 +772,7 @@ class _Run:
                 score = hit.vector_score
                 if score is None or score < self.policy.conflict_similarity:
                     continue
-                other = _statement(hit.record)
+                other = self.statement(hit.record)
                 if other.choice and _is_same_polarity_preference(other, statement):
                     out.append((hit.record, f"changed choice, similarity {score:.2f}"))
         return out

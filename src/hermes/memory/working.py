@@ -25,40 +25,23 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
 
-from hermes.memory.scan import (
-    EN_MONTHS,
-    EN_WEEKDAYS,
-    MAX_SCAN_CHARS,
-    MAX_VALUE_CHARS,
-    DateMention,
-    find_dates,
-    find_facts,
-    name_key,
-)
+from hermes.memory.scan import MAX_SCAN_CHARS, MAX_VALUE_CHARS, find_facts, name_key
 from hermes.models.brain.phrases import Lang
 from hermes.observe import REDACTED, get_logger, is_secret_key, redact
-from hermes.session.items import Item
+from hermes.session.summary import clip
 
 __all__ = [
-    "EN_MONTHS",
-    "EN_WEEKDAYS",
-    "MAX_SCAN_CHARS",
-    "MAX_VALUE_CHARS",
-    "DateMention",
     "Fact",
     "FactSource",
     "LastCall",
     "Reference",
     "WorkingMemory",
-    "find_dates",
-    "find_facts",
-    "name_key",
+    "looks_like_instruction",
 ]
 
 log = get_logger("memory")
 
 FactSource = Literal["user", "tool_call", "tool_result"]
-DateLabel = Literal["date", "week", "month", "year"]
 Scalar = str | int | float | bool
 
 #: Arguments of a call whose JSON is longer are stored clipped (``LastCall.complete`` False).
@@ -163,7 +146,7 @@ class LastCall:
             for key, value in self.arguments.items()
         )
         args = "…" if looks_like_instruction(args) else args
-        return _clip(f"{self.tool[:60]}({args})", max_chars)
+        return clip(f"{self.tool[:60]}({args})", max_chars)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +169,7 @@ class Reference:
         if self.kind == "repeat" and self.call is not None:
             target = self.call.signature()
         elif self.fact is not None:
-            target = _clip(_fact_text(self.fact), _FACT_LINE_CHARS)
+            target = clip(_fact_text(self.fact), _FACT_LINE_CHARS)
         if lang == "zh":
             return f"「{self.phrase}」指的是：{target}"
         return f'"{self.phrase}" refers to: {target}'
@@ -228,11 +211,6 @@ def _fact_text(fact: Fact) -> str:
 
 def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
 def _iso(now: datetime) -> str:
@@ -335,11 +313,6 @@ class WorkingMemory:
                 return call
         return None
 
-    def find(self, *labels: str) -> list[Fact]:
-        """Facts whose label (compared with :func:`name_key`) is one of ``labels``, newest first."""
-        keys = {name_key(label) for label in labels}
-        return [fact for fact in self.facts if name_key(fact.label) in keys]
-
     # -- observing ------------------------------------------------------------------------
 
     def observe_user(self, text: str, *, now: datetime) -> list[Fact]:
@@ -349,7 +322,7 @@ class WorkingMemory:
         "明天" said on Monday stays Tuesday's date when it is read on Friday.
         """
         self.turn += 1
-        self._request = _clip(text, _REQUEST_CHARS) if text.strip() else None
+        self._request = clip(text, _REQUEST_CHARS) if text.strip() else None
         # Bounded per message: a pasted list of 500 order numbers must not evict everything.
         return [
             self._touch(label, value, "user", "", written, now=now)
@@ -380,7 +353,7 @@ class WorkingMemory:
             ok=ok,
             # The tool's own summary only, never its output: fetched text (a page, a mail)
             # is shown in a system message by render, where it must not pass for an instruction.
-            summary=(_clip(summary, _SUMMARY_CHARS) or None) if ok and summary else None,
+            summary=(clip(summary, _SUMMARY_CHARS) or None) if ok and summary else None,
             error_type=error_type,
             request=self._request,
             turn=self.turn,
@@ -399,43 +372,6 @@ class WorkingMemory:
                 self._touch(label, value, "tool_result", tool, written, now=now)
         return call
 
-    def observe_items(self, items: Iterable[Item], *, now: datetime) -> None:
-        """Feed a turn's conversation items (user text, tool calls, tool results) in order.
-
-        Tool calls are paired with their results by ``tool_call_id``; a result's content is the
-        JSON the model read (``{"ok", "summary", "output" | "error"}``). Assistant text is
-        ignored: only what the user said and what tools did are facts.
-        """
-        pending: dict[str, Item] = {}
-        for item in items:
-            if item.kind == "text" and item.role == "user":
-                self.observe_user(item.content, now=now)
-            elif item.kind == "tool_call" and item.tool_call_id:
-                pending[item.tool_call_id] = item
-            elif item.kind == "tool_result" and item.tool_call_id in pending:
-                call = pending.pop(item.tool_call_id)
-                self._observe_result_item(call, item, now)
-
-    def _observe_result_item(self, call: Item, result: Item, now: datetime) -> None:
-        arguments = _json_object(call.content) or {}
-        payload = _json_object(result.content)
-        if payload is None:
-            self.observe_tool_call(
-                call.tool_name or "", arguments, ok=True, now=now, output=result.content
-            )
-            return
-        error = payload.get("error")
-        error_type = error.get("type") if isinstance(error, dict) else None
-        self.observe_tool_call(
-            call.tool_name or result.tool_name or "",
-            arguments,
-            ok=bool(payload.get("ok")),
-            now=now,
-            output=payload.get("output"),
-            summary=_opt_str(payload.get("summary")),
-            error_type=_opt_str(error_type),
-        )
-
     def _touch(
         self,
         label: str,
@@ -448,9 +384,7 @@ class WorkingMemory:
     ) -> Fact:
         key = (label, json.dumps(value, ensure_ascii=False))
         self._facts.pop(key, None)
-        fact = Fact(
-            label, value, source, origin, _clip(text, MAX_VALUE_CHARS), self.turn, _iso(now)
-        )
+        fact = Fact(label, value, source, origin, clip(text, MAX_VALUE_CHARS), self.turn, _iso(now))
         self._facts[key] = fact
         while len(self._facts) > self.max_facts:
             self._facts.popitem(last=False)  # least recently seen first
@@ -528,7 +462,7 @@ class WorkingMemory:
         facts = [f for f in self.facts if f.source != "tool_call"]
         if facts:
             lines.append("关键信息：" if zh else "Key facts:")
-            lines.extend(f"- {_clip(_fact_text(fact), _FACT_LINE_CHARS)}" for fact in facts)
+            lines.extend(f"- {clip(_fact_text(fact), _FACT_LINE_CHARS)}" for fact in facts)
         out: list[str] = []
         used = 0
         for line in lines:
@@ -570,7 +504,7 @@ class WorkingMemory:
         )
         memory.turn = _positive_int(data.get("turn"), 0)
         request = data.get("request")
-        memory._request = _clip(request, _REQUEST_CHARS) if isinstance(request, str) else None
+        memory._request = clip(request, _REQUEST_CHARS) if isinstance(request, str) else None
         dropped = 0
         for raw in _list(data.get("facts")):
             try:
@@ -636,7 +570,7 @@ def _clipped(values: dict[str, Any]) -> dict[str, Any]:
         return values
     kept = (int, float, bool, type(None))
     return {
-        k: _clip(v, MAX_VALUE_CHARS) if isinstance(v, str) else v if isinstance(v, kept) else "…"
+        k: clip(v, MAX_VALUE_CHARS) if isinstance(v, str) else v if isinstance(v, kept) else "…"
         for k, v in values.items()
     }
 
@@ -666,11 +600,3 @@ def _result_facts(summary: str | None, output: Any, now: datetime) -> list[tuple
             if label not in ("person", "organization"):  # names in data are too noisy
                 facts.append((label, value, written))
     return facts[:_FACTS_PER_SOURCE]
-
-
-def _json_object(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None

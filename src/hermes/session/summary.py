@@ -42,16 +42,21 @@ class Summarizer(Protocol):
     async def summarize(self, previous: str | None, items: list[Item]) -> str: ...
 
 
-def _clip(text: str, limit: int) -> str:
-    """``text`` on one line, at most ``limit`` characters (code points: CJK-safe)."""
-    flat = _WHITESPACE.sub(" ", text[: limit * 4]).strip()
+def clip(text: str, limit: int) -> str:
+    """``text`` on one line (each run of whitespace one space), at most ``limit`` characters
+    (code points: CJK-safe), cut with "…" when longer. Reads only a bounded head of a long
+    text, unless that head is nearly all whitespace."""
+    window = limit * 4
+    flat = " ".join(text[:window].split())
+    if len(flat) <= limit and len(text) > window:
+        flat = " ".join(text.split())  # the head folded to too little: the rest may show
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
 
 
 def _first_sentence(text: str, limit: int) -> str:
     flat = _WHITESPACE.sub(" ", text[: limit * 4]).strip()
     end = _SENTENCE_END.search(flat)
-    return _clip(flat[: end.end()] if end else flat, limit)
+    return clip(flat[: end.end()] if end else flat, limit)
 
 
 def _result_ok(item: Item) -> bool:
@@ -99,7 +104,7 @@ class ExtractiveSummarizer:
                 shown = ", ".join(
                     f"{name} → {outcome or 'no result'}" for name, outcome in outcomes
                 )
-                lines.append(_clip("tools: " + shown, self.line_chars))
+                lines.append(clip("tools: " + shown, self.line_chars))
             if answer:
                 lines.append("assistant: " + _first_sentence(answer, self.line_chars))
             outcomes.clear()
@@ -108,7 +113,7 @@ class ExtractiveSummarizer:
             if item.kind == "text" and item.role == "user":
                 flush()
                 answer = None
-                lines.append("用户/User: " + _clip(item.content, self.line_chars))
+                lines.append("用户/User: " + clip(item.content, self.line_chars))
             elif item.kind == "text" and item.role == "assistant" and item.content.strip():
                 answer = item.content
             elif item.kind == "tool_call":
@@ -147,11 +152,11 @@ def _transcript(items: list[Item], item_chars: int, max_chars: int) -> str:
     lines: list[str] = []
     for item in items:
         if item.kind == "tool_call":
-            line = f"assistant called {item.tool_name}({_clip(item.content, item_chars)})"
+            line = f"assistant called {item.tool_name}({clip(item.content, item_chars)})"
         elif item.kind == "tool_result":
-            line = f"tool result: {_clip(item.content, item_chars)}"
+            line = f"tool result: {clip(item.content, item_chars)}"
         elif item.kind == "text":
-            line = f"{item.role}: {_clip(item.content, item_chars)}"
+            line = f"{item.role}: {clip(item.content, item_chars)}"
         else:
             continue
         lines.append(line)
