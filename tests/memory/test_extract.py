@@ -6,9 +6,10 @@ import asyncio
 import json
 import threading
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hermes.errors import ModelError
@@ -284,14 +285,18 @@ def test_candidate_converts_to_a_memory_draft() -> None:
 # -- properties ----------------------------------------------------------------------------
 
 
+def _well_formed(candidate: MemoryCandidate, threshold: float) -> None:
+    assert candidate.content.strip()
+    assert len(candidate.content) <= MAX_CANDIDATE_CHARS
+    assert threshold <= candidate.confidence <= 1.0
+    assert candidate.kind in ("preference", "fact", "habit", "event")
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=300))
-def test_arbitrary_text_never_raises_and_candidates_are_well_formed(text: str) -> None:
-    for candidate in extract_candidates(text, now=NOW):
-        assert candidate.content.strip()
-        assert len(candidate.content) <= MAX_CANDIDATE_CHARS
-        assert DEFAULT_THRESHOLD <= candidate.confidence <= 1.0
-        assert candidate.kind in ("preference", "fact", "habit", "event")
+def test_arbitrary_text_never_raises(text: str) -> None:
+    for candidate in extract_candidates(text, now=NOW):  # rarely any: see the next test
+        _well_formed(candidate, DEFAULT_THRESHOLD)
     detect_sensitive(text)
 
 
@@ -305,8 +310,17 @@ def test_arbitrary_text_never_raises_and_candidates_are_well_formed(text: str) -
         max_size=12,
     ).map("".join)
 )  # fmt: skip
-def test_rule_like_fragments_never_raise(text: str) -> None:
-    extract_candidates(text, now=NOW, threshold=0.0)
+def test_rule_like_fragments_give_well_formed_candidates(text: str) -> None:
+    for candidate in extract_candidates(text, now=NOW, threshold=0.0):
+        _well_formed(candidate, 0.0)
+
+
+def test_a_long_model_memory_is_clipped() -> None:
+    (model,) = parse_model_output(
+        json.dumps({"memories": [{"kind": "fact", "content": "x " * 800, "confidence": 0.9}]})
+    ) or [None]
+    assert model is not None
+    assert len(model.content) <= MAX_CANDIDATE_CHARS
 
 
 def test_huge_input_is_bounded() -> None:
@@ -467,6 +481,39 @@ json_values = st.recursive(
 def test_parse_model_output_never_raises_on_any_json_shape(value: object) -> None:
     result = parse_model_output(json.dumps({"memories": value}))
     assert result is None or all(0.0 <= c.confidence <= 1.0 for c in result)
+
+
+model_entries = st.fixed_dictionaries(
+    {
+        "kind": st.sampled_from(["fact", "preference", "habit", "event", "opinion", 3]),
+        "content": st.one_of(st.text(min_size=1, max_size=700), st.just("   "), st.none()),
+        "confidence": st.one_of(
+            st.floats(min_value=-1, max_value=2), st.booleans(), st.text(max_size=3)
+        ),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@example([{"kind": "fact", "content": "The user is left-handed.", "confidence": 0.95}])
+@given(st.lists(model_entries, max_size=12))
+def test_model_entries_are_kept_only_when_valid(entries: list[dict[str, Any]]) -> None:
+    found = parse_model_output(json.dumps({"memories": entries}))
+    assert found is not None
+    for candidate in found:
+        _well_formed(candidate, DEFAULT_THRESHOLD)
+    valid = {
+        " ".join(e["content"].split())[:MAX_CANDIDATE_CHARS]
+        for e in entries[:20]
+        if e["kind"] in ("fact", "preference", "habit", "event")
+        and isinstance(e["content"], str)
+        and e["content"].strip()
+        and isinstance(e["confidence"], float)
+        and DEFAULT_THRESHOLD <= e["confidence"] <= 1.0
+    }
+    # Contents are tidied before duplicates are dropped, so only bounds can be exact.
+    assert len(found) <= min(len(valid), 10)
+    assert bool(found) == bool(valid)
 
 
 def test_telling_the_assistant_is_not_reported_speech() -> None:

@@ -397,6 +397,32 @@ def test_reading_any_text_never_raises_and_relations_are_decided(a: str, b: str)
     assert relation(first, second) in ("same", "replaces", None)
 
 
+_LIKES = st.tuples(
+    st.sampled_from(
+        ["用户喜欢", "用户改喝", "用户不再喜欢", "The user likes ", "The user now prefers "]
+    ),
+    st.sampled_from(["咖啡", "拿铁", "tea", "green tea"]),
+)
+_PLACES = st.tuples(
+    st.sampled_from(["用户住在", "The user lives in ", "My city is "]),
+    st.sampled_from(["北京", "上海", "Berlin", "Paris"]),
+)
+STATEMENTS = st.tuples(
+    st.one_of(_LIKES.map("".join), _PLACES.map("".join), st.just("用户在腾讯工作")),
+    st.sampled_from(["。", "", "了。", "."]),
+).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(STATEMENTS, STATEMENTS)
+def test_statement_like_texts_get_subjects_and_a_text_restates_itself(a: str, b: str):
+    first, second = read_statement(a), read_statement(b)
+    assert first.subject is not None  # every generated text says something about a subject
+    assert first.subject.split(":", 1)[0] in ("is", "likes", "topic")
+    assert relation(first, read_statement(a)) == "same"
+    assert relation(first, second) in ("same", "replaces", None)
+
+
 # -- with the real embedder ------------------------------------------------------------------
 
 
