@@ -50,6 +50,12 @@ def test_empty_section_means_no_servers(load_text) -> None:
             'mcp_servers: {"mcpServers": {"a": {"type": "carrier-pigeon", "url": "http://h"}}}\n',
             "mcp_servers.a.type",
         ),
+        ("mcp_servers:\n  3: {command: x}\n", "mcp_servers"),
+        ("mcp_servers:\n  '': {command: x}\n", "mcp_servers"),
+        (
+            'mcp_servers: {"mcpServers": {"a": {"command": "x", "disabled": "yes"}}}\n',
+            "mcp_servers.a.disabled",
+        ),
     ],
 )
 def test_mistakes_name_the_file_and_key(load_text, text: str, key: str) -> None:
@@ -89,9 +95,3 @@ def test_mcp_serve_defaults_and_empty_token(load_text) -> None:
     with pytest.raises(ConfigError) as info:
         load_text("mcp_serve:\n  transport: carrier\n")
     assert info.value.key == "mcp_serve.transport"
-
-
-def test_memory_semantic_off_unquoted(load_text) -> None:
-    assert load_text("memory:\n  semantic: off\n").config.memory.semantic == "off"
-    assert load_text("memory:\n  semantic: auto\n").config.memory.semantic == "auto"
-    assert load_text("memory:\n  extraction: off\n").config.memory.extraction == "off"

@@ -7,13 +7,14 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
-from hermes.mcp import ReconnectPolicy, ServerConfig
+from hermes.mcp import McpConnection, ReconnectPolicy, ServerConfig
 
 SERVER_SCRIPT = Path(__file__).parent / "servers" / "basic_server.py"
 RAW_SERVER_SCRIPT = Path(__file__).parent / "servers" / "raw_server.py"
@@ -23,6 +24,30 @@ RAW_SERVER_SCRIPT = Path(__file__).parent / "servers" / "raw_server.py"
 FAST_RECONNECT = ReconnectPolicy(
     base_delay=0.05, max_delay=0.3, breaker_failures=1_000, breaker_cooldown=1.0
 )
+
+
+#: The bound on waiting for a connection to be ready, and on closing it, in ``connected``.
+CONNECT_LIMIT_S = 20.0
+
+
+@asynccontextmanager
+async def connected(
+    name: str, config: ServerConfig, *, ready: bool = True, **kw: Any
+) -> AsyncIterator[McpConnection]:
+    """A started ``McpConnection(name, config, **kw)``, closed after (bounded) however the
+    block ends; the exit is ``aclose()``, so code after the block sees it closed.
+
+    With ``ready`` (the default) it is asserted ready first (within ``CONNECT_LIMIT_S``);
+    ``ready=False`` yields it right after ``start()``, for tests of failing starts.
+    """
+    connection = McpConnection(name, config, **kw)
+    connection.start()
+    try:
+        if ready:
+            assert await connection.wait_ready(CONNECT_LIMIT_S), connection.status()
+        yield connection
+    finally:
+        await asyncio.wait_for(connection.aclose(), CONNECT_LIMIT_S)
 
 
 def stdio_config(*extra_args: str, **fields: object) -> ServerConfig:
@@ -93,6 +118,16 @@ async def eventually(
         await asyncio.sleep(0.02)
 
 
+def stop_process(process: subprocess.Popen[Any], grace: float = 5.0) -> None:
+    """Stop a server process: SIGTERM, then SIGKILL after ``grace`` seconds; reaped either way."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=grace)
+
+
 class HttpServers:
     """Starts test servers over streamable HTTP and stops every one it started."""
 
@@ -115,12 +150,7 @@ class HttpServers:
 
     @staticmethod
     def stop(process: subprocess.Popen[str]) -> None:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
+        stop_process(process)
         if process.stdout is not None:
             process.stdout.close()
 

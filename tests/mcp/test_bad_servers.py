@@ -13,20 +13,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes.mcp import McpConnection, ServerConfig
+from hermes.mcp import ServerConfig
 from hermes.mcp.failures import Redactor, safe_url
 from hermes.observe import configure_logging, reset_logging
-from tests.mcp.conftest import FAST_RECONNECT, raw_config, stdio_config
+from tests.mcp.conftest import FAST_RECONNECT, connected, raw_config, stdio_config
 from tests.mcp.servers.basic_server import HUGE_CHARS
 
 # -- a tool list with invalid definitions ------------------------------------------------------
 
 
 async def test_tools_with_invalid_definitions_are_skipped_and_the_others_offered() -> None:
-    conn = McpConnection("mixed", raw_config("bad_schema", timeout=5), reconnect=FAST_RECONNECT)
-    conn.start()
-    try:
-        assert await conn.wait_ready(20), conn.status()
+    config = raw_config("bad_schema", timeout=5)
+    async with connected("mixed", config, reconnect=FAST_RECONNECT) as conn:
         assert [tool.name for tool in conn.tools()] == ["mixed__ping"]
         skipped = {s["tool"]: s["reason"] for s in conn.status()["skipped"]}
         assert set(skipped) == {"bad_required", "(tool #3 without a name)", "bad_type"}
@@ -36,31 +34,23 @@ async def test_tools_with_invalid_definitions_are_skipped_and_the_others_offered
         assert result.ok, result.error
         assert result.output["text"] == "pong"
         assert conn.status()["failures"] == 0
-    finally:
-        await conn.aclose()
 
 
 # -- malformed JSON-RPC ----------------------------------------------------------------------
 
 
 async def test_garbage_instead_of_initialize_is_named_in_the_timeout_reason() -> None:
-    conn = McpConnection("babbler", raw_config("garbage_init", connect_timeout=1))
-    conn.start()
-    try:
+    config = raw_config("garbage_init", connect_timeout=1)
+    async with connected("babbler", config, ready=False) as conn:
         assert not await conn.wait_ready(20)
         assert conn.error is not None
         assert "'babbler'" in conn.error
         assert "within 1 s" in conn.error
         assert "it sent malformed JSON-RPC" in conn.error
-    finally:
-        await conn.aclose()
 
 
 async def test_garbage_instead_of_a_call_result_is_named_in_the_timeout() -> None:
-    conn = McpConnection("mumbler", raw_config("garbage_call", timeout=1))
-    conn.start()
-    try:
-        assert await conn.wait_ready(20), conn.status()
+    async with connected("mumbler", raw_config("garbage_call", timeout=1)) as conn:
         result = await conn.call_tool("ping", {})
         assert result.error is not None
         assert result.error.type == "timeout"
@@ -68,8 +58,6 @@ async def test_garbage_instead_of_a_call_result_is_named_in_the_timeout() -> Non
         assert "it sent malformed JSON-RPC" in result.error.message
         assert "<<<garbage>>>" in result.error.message
         assert conn.state == "ready"
-    finally:
-        await conn.aclose()
 
 
 # -- huge results ----------------------------------------------------------------------------
@@ -77,12 +65,8 @@ async def test_garbage_instead_of_a_call_result_is_named_in_the_timeout() -> Non
 
 async def test_huge_results_are_bounded_and_the_connection_stays_usable() -> None:
     limit = 10_000
-    conn = McpConnection(
-        "big", stdio_config(timeout=60), max_text_chars=limit, reconnect=FAST_RECONNECT
-    )
-    conn.start()
-    try:
-        assert await conn.wait_ready(20), conn.status()
+    config = stdio_config(timeout=60)
+    async with connected("big", config, max_text_chars=limit, reconnect=FAST_RECONNECT) as conn:
         text = await conn.call_tool("huge", {"kind": "text"})
         assert text.ok, text.error
         assert len(text.to_model_text()) < 2 * limit
@@ -99,8 +83,6 @@ async def test_huge_results_are_bounded_and_the_connection_stays_usable() -> Non
         again = await conn.call_tool("echo", {"text": "still here"})
         assert again.ok, again.error
         assert again.output["text"] == "still here"
-    finally:
-        await conn.aclose()
 
 
 # -- HTTP errors and secrets -----------------------------------------------------------------
@@ -159,15 +141,13 @@ async def test_http_errors_are_named_by_status_without_any_secret(
     )
     log_file = tmp_path / "hermes.log"
     configure_logging(log_file, "DEBUG")
-    conn = McpConnection("guarded", config, reconnect=FAST_RECONNECT)
     try:
-        conn.start()
-        assert not await conn.wait_ready(20)
-        error = conn.error
-        status_text = json.dumps(conn.status())
-        call = await conn.call_tool("anything", {})
+        async with connected("guarded", config, ready=False, reconnect=FAST_RECONNECT) as conn:
+            assert not await conn.wait_ready(20)
+            error = conn.error
+            status_text = json.dumps(conn.status())
+            call = await conn.call_tool("anything", {})
     finally:
-        await conn.aclose()
         reset_logging()
     assert error is not None
     assert "'guarded'" in error

@@ -104,6 +104,30 @@ def test_unknown_type_in_mcp_servers_shape_is_rejected() -> None:
     assert caught.value.key == "mcp_servers.s.type"
 
 
+@pytest.mark.parametrize("name", ["", "  ", "a" * 65, "a\nb", "tab\there", 3])
+@pytest.mark.parametrize("shape", ["ours", "mcpServers"])
+def test_a_bad_server_name_is_rejected_naming_the_section(name: object, shape: str) -> None:
+    servers = {name: {"command": "x"}}
+    with pytest.raises(ConfigError) as caught:
+        parse_mcp_servers(servers if shape == "ours" else {"mcpServers": servers})
+    assert caught.value.key == "mcp_servers"
+    assert "MCP server name must be a non-empty string of at most 64 printable" in str(caught.value)
+
+
+def test_a_server_name_of_64_printable_characters_is_accepted() -> None:
+    name = "a" * 63 + "é"
+    assert list(parse_mcp_servers({name: {"command": "x"}})) == [name]
+
+
+@pytest.mark.parametrize("value", ["yes", "true", 1, 0, None])
+def test_disabled_must_be_a_boolean(value: object) -> None:
+    pasted = {"mcpServers": {"x": {"command": "npx", "disabled": value}}}
+    with pytest.raises(ConfigError) as caught:
+        parse_mcp_servers(pasted)
+    assert caught.value.key == "mcp_servers.x.disabled"
+    assert "'disabled' must be true or false" in str(caught.value)
+
+
 def test_keys_beside_mcp_servers_are_rejected() -> None:
     with pytest.raises(ConfigError, match="beside 'mcpServers'"):
         parse_mcp_servers({"mcpServers": {}, "other": {}})

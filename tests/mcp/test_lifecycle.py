@@ -8,74 +8,71 @@ from pathlib import Path
 
 from hermes.mcp import McpConnection, McpManager, ReconnectPolicy, ServerConfig
 from hermes.tools.base import ToolResult
-from tests.mcp.conftest import FAST_RECONNECT, free_port, pid_alive, raw_config, stdio_config
+from tests.mcp.conftest import (
+    FAST_RECONNECT,
+    connected,
+    free_port,
+    pid_alive,
+    raw_config,
+    stdio_config,
+)
 
 
 async def test_missing_command_fails_naming_the_server() -> None:
-    conn = McpConnection("ghost", ServerConfig(command="hermes-no-such-mcp-server-xyz"))
-    conn.start()
-    assert not await conn.wait_ready()
-    assert conn.state == "failed"
-    assert conn.error is not None
-    assert "'ghost'" in conn.error
-    assert "hermes-no-such-mcp-server-xyz" in conn.error
-    await conn.aclose()
+    config = ServerConfig(command="hermes-no-such-mcp-server-xyz")
+    async with connected("ghost", config, ready=False) as conn:
+        assert not await conn.wait_ready()
+        assert conn.state == "failed"
+        assert conn.error is not None
+        assert "'ghost'" in conn.error
+        assert "hermes-no-such-mcp-server-xyz" in conn.error
 
 
 async def test_server_that_hangs_at_start_fails_within_connect_timeout() -> None:
     config = ServerConfig(
         command=sys.executable, args=["-c", "import time; time.sleep(60)"], connect_timeout=0.5
     )
-    conn = McpConnection("sleepy", config)
-    conn.start()
-    # wait_ready's own limit is far beyond connect_timeout: only the connection's deadline
-    # can make it return failed here.
-    assert not await conn.wait_ready(timeout=20)
-    assert conn.state == "failed"
-    assert conn.error is not None
-    assert "'sleepy'" in conn.error
-    assert "0.5 s" in conn.error
-    await conn.aclose()
+    async with connected("sleepy", config, ready=False) as conn:
+        # wait_ready's own limit is far beyond connect_timeout: only the connection's deadline
+        # can make it return failed here.
+        assert not await conn.wait_ready(timeout=20)
+        assert conn.state == "failed"
+        assert conn.error is not None
+        assert "'sleepy'" in conn.error
+        assert "0.5 s" in conn.error
 
 
 async def test_server_that_exits_at_start_reports_its_stderr() -> None:
     script = "import sys; print('cannot open database', file=sys.stderr); sys.exit(3)"
-    conn = McpConnection("crashy", ServerConfig(command=sys.executable, args=["-c", script]))
-    conn.start()
-    assert not await conn.wait_ready()
-    assert conn.error is not None
-    assert "'crashy'" in conn.error
-    assert "cannot open database" in conn.error
-    await conn.aclose()
+    config = ServerConfig(command=sys.executable, args=["-c", script])
+    async with connected("crashy", config, ready=False) as conn:
+        assert not await conn.wait_ready()
+        assert conn.error is not None
+        assert "'crashy'" in conn.error
+        assert "cannot open database" in conn.error
 
 
 async def test_unreachable_http_server_fails_naming_the_server() -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
-    conn = McpConnection("nowhere", ServerConfig(url=url, connect_timeout=3))
-    conn.start()
-    assert not await conn.wait_ready()
-    assert conn.error is not None
-    assert "'nowhere'" in conn.error
-    await conn.aclose()
+    async with connected("nowhere", ServerConfig(url=url, connect_timeout=3), ready=False) as conn:
+        assert not await conn.wait_ready()
+        assert conn.error is not None
+        assert "'nowhere'" in conn.error
 
 
 async def test_aclose_leaves_no_server_process(tmp_path: Path) -> None:
     pid_file = tmp_path / "server.pid"
-    conn = McpConnection("tidy", stdio_config("--pid-file", str(pid_file)))
-    conn.start()
-    assert await conn.wait_ready(), conn.status()
-    pid = int(pid_file.read_text())
-    assert pid_alive(pid)
-    await conn.aclose()
+    async with connected("tidy", stdio_config("--pid-file", str(pid_file))) as conn:
+        pid = int(pid_file.read_text())
+        assert pid_alive(pid)
+    # The block's exit is aclose().
     assert conn.state == "closed"
     assert not pid_alive(pid)
 
 
 async def test_calls_after_close_are_refused_as_unavailable() -> None:
-    conn = McpConnection("gone", stdio_config())
-    conn.start()
-    assert await conn.wait_ready()
-    await conn.aclose()
+    async with connected("gone", stdio_config()) as conn:
+        pass
     result = await conn.call_tool("add", {"a": 1, "b": 2})
     assert result.error is not None
     assert result.error.type == "service_unavailable"
@@ -114,9 +111,8 @@ async def test_manager_never_lets_a_remote_tool_shadow_a_local_one() -> None:
 
 async def test_closing_right_after_start_ends_closed_without_a_process(tmp_path: Path) -> None:
     pid_file = tmp_path / "server.pid"
-    conn = McpConnection("brief", stdio_config("--pid-file", str(pid_file)))
-    conn.start()
-    await conn.aclose()
+    async with connected("brief", stdio_config("--pid-file", str(pid_file)), ready=False) as conn:
+        pass  # closed right after start()
     assert conn.state == "closed"
     assert not pid_file.exists()
 
@@ -137,9 +133,7 @@ async def test_a_start_past_its_deadline_fails_at_once_and_closes_in_the_backgro
     pids_file = tmp_path / "pids"
     slow_retry = ReconnectPolicy(base_delay=30, max_delay=60)
     config = raw_config("hang", str(pids_file), connect_timeout=1.5)
-    conn = McpConnection("stubborn", config, reconnect=slow_retry)
-    conn.start()
-    try:
+    async with connected("stubborn", config, ready=False, reconnect=slow_retry) as conn:
         assert not await conn.wait_ready(timeout=30)
         assert conn.state == "failed"
         assert conn.error is not None
@@ -152,8 +146,7 @@ async def test_a_start_past_its_deadline_fails_at_once_and_closes_in_the_backgro
         result = await conn.call_tool("ping", {})
         assert result.error is not None
         assert "1.5 s" in result.error.message
-    finally:
-        await asyncio.wait_for(conn.aclose(), 20)
+    # The block's exit is aclose(), bounded by CONNECT_LIMIT_S (20 s).
     assert conn.state == "closed"
     assert pids_file.exists(), "the server never started"
     server, child = (int(pid) for pid in pids_file.read_text().split())

@@ -20,6 +20,7 @@ from hermes.tools.base import ToolResult
 from tests.mcp.conftest import (
     FAST_RECONNECT,
     HttpServers,
+    connected,
     eventually,
     free_port,
     gated_config,
@@ -32,10 +33,7 @@ from tests.mcp.conftest import (
 async def test_killed_stdio_server_is_unavailable_then_reconnected(tmp_path: Path) -> None:
     pid_file = tmp_path / "server.pid"
     config = stdio_config("--pid-file", str(pid_file), timeout=20)
-    conn = McpConnection("victim", config, reconnect=FAST_RECONNECT)
-    conn.start()
-    try:
-        assert await conn.wait_ready(20), conn.status()
+    async with connected("victim", config, reconnect=FAST_RECONNECT) as conn:
         first = conn.pid
         assert first is not None
         assert first == int(pid_file.read_text())
@@ -52,15 +50,10 @@ async def test_killed_stdio_server_is_unavailable_then_reconnected(tmp_path: Pat
         again = await conn.call_tool("add", {"a": 1, "b": 2})
         assert again.ok, again.error
         assert not pid_alive(first)
-    finally:
-        await conn.aclose()
 
 
 async def test_a_call_that_crashes_the_server_fails_and_a_later_call_works() -> None:
-    conn = McpConnection("fragile", stdio_config(timeout=20), reconnect=FAST_RECONNECT)
-    conn.start()
-    try:
-        assert await conn.wait_ready(20), conn.status()
+    async with connected("fragile", stdio_config(timeout=20), reconnect=FAST_RECONNECT) as conn:
         version = conn.version
         crashed = await conn.call_tool("crash", {})
         assert crashed.error is not None
@@ -71,8 +64,6 @@ async def test_a_call_that_crashes_the_server_fails_and_a_later_call_works() -> 
         result = await conn.call_tool("echo", {"text": "back"})
         assert result.ok, result.error
         assert result.output["text"] == "back"
-    finally:
-        await conn.aclose()
 
 
 async def test_http_server_restarted_on_the_same_port_is_reconnected(
@@ -81,10 +72,7 @@ async def test_http_server_restarted_on_the_same_port_is_reconnected(
     url, process = http_servers.start()
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     config = ServerConfig(url=url, timeout=10, connect_timeout=5)
-    conn = McpConnection("remote", config, reconnect=FAST_RECONNECT)
-    conn.start()
-    try:
-        assert await conn.wait_ready(20), conn.status()
+    async with connected("remote", config, reconnect=FAST_RECONNECT) as conn:
         http_servers.stop(process)
         down = await conn.call_tool("add", {"a": 1, "b": 2})
         assert down.error is not None
@@ -95,8 +83,6 @@ async def test_http_server_restarted_on_the_same_port_is_reconnected(
         result = await conn.call_tool("add", {"a": 2, "b": 2})
         assert result.ok, result.error
         assert result.output["text"] == "4"
-    finally:
-        await conn.aclose()
 
 
 async def test_late_server_after_a_connect_timeout_is_picked_up(
@@ -137,9 +123,7 @@ async def test_breaker_opens_after_failed_starts_then_recovers_half_open(
         base_delay=0.02, max_delay=0.05, breaker_failures=3, breaker_cooldown=1.5, stable_after=0.2
     )
     config = gated_config(marker, "fail", connect_timeout=20)
-    conn = McpConnection("flaky", config, reconnect=policy)
-    conn.start()
-    try:
+    async with connected("flaky", config, ready=False, reconnect=policy) as conn:
         await eventually(lambda: conn.status()["breaker"] == "open", what="the open circuit")
         status = conn.status()
         assert status["state"] == "failed"
@@ -156,8 +140,6 @@ async def test_breaker_opens_after_failed_starts_then_recovers_half_open(
         # The half-open attempt succeeds once its session has stayed up stable_after.
         await eventually(lambda: conn.status()["breaker"] == "closed", what="the closed circuit")
         assert conn.status()["failures"] == 0
-    finally:
-        await conn.aclose()
 
 
 async def test_tool_list_change_is_picked_up_and_bumps_the_version() -> None:
@@ -241,9 +223,9 @@ async def test_a_server_that_crashes_after_listing_backs_off_and_opens_its_circu
     policy = ReconnectPolicy(
         base_delay=0.02, max_delay=0.05, breaker_failures=3, breaker_cooldown=60, stable_after=5
     )
-    conn = McpConnection("flappy", raw_config("crash_after_list"), reconnect=policy)
-    conn.start()
-    try:
+    async with connected(
+        "flappy", raw_config("crash_after_list"), ready=False, reconnect=policy
+    ) as conn:
         await eventually(lambda: conn.status()["breaker"] == "open", what="the open circuit")
         status = conn.status()
         assert status["state"] == "failed"
@@ -251,16 +233,11 @@ async def test_a_server_that_crashes_after_listing_backs_off_and_opens_its_circu
         assert "circuit open" in status["error"]
         assert "lost within 5 s of connecting" in status["error"]
         assert conn.tools() == []  # a failed server's tools are withdrawn
-    finally:
-        await conn.aclose()
 
 
 async def test_a_session_that_stays_up_resets_the_failures() -> None:
     policy = ReconnectPolicy(base_delay=0.02, max_delay=0.05, stable_after=0.3)
-    conn = McpConnection("steady", stdio_config(), reconnect=policy)
-    conn.start()
-    try:
-        assert await conn.wait_ready(20), conn.status()
+    async with connected("steady", stdio_config(), reconnect=policy) as conn:
         first = conn.pid
         assert first is not None
         os.kill(first, signal.SIGKILL)  # lost at once: counts as a failed connect
@@ -268,8 +245,6 @@ async def test_a_session_that_stays_up_resets_the_failures() -> None:
         assert await conn.wait_ready(20), conn.status()
         await eventually(lambda: conn.status()["failures"] == 0, what="the stable session")
         assert conn.status()["breaker"] == "closed"
-    finally:
-        await conn.aclose()
 
 
 async def test_an_unchanged_listing_keeps_the_tools_and_the_version() -> None:

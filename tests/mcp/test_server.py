@@ -623,6 +623,19 @@ def test_a_token_with_spaces_or_non_ascii_is_refused(token: str) -> None:
         check_http_binding("127.0.0.1", token)
 
 
+@pytest.mark.parametrize("path", ["mcp", "", "mcp/", " /mcp"])
+def test_an_http_path_without_a_leading_slash_is_refused(path: str) -> None:
+    with pytest.raises(ConfigError, match="must start with '/'") as caught:
+        check_http_binding("127.0.0.1", None, path)
+    assert repr(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/", "/hermes/mcp"])
+def test_an_http_path_with_a_leading_slash_is_accepted(path: str) -> None:
+    check_http_binding("127.0.0.1", None, path)
+    check_http_binding("0.0.0.0", "tok-123", path)
+
+
 async def test_a_port_in_use_is_a_clear_error() -> None:
     server = HermesMcpServer(build_registry())
     with socket.create_server(("127.0.0.1", 0)) as taken:

@@ -18,21 +18,17 @@ from hermes.models.base import ToolCall
 from hermes.tools.base import Tool, ToolContext, ToolResult
 from hermes.tools.executor import execute_tool_call
 from hermes.tools.registry import ToolRegistry
-from tests.mcp.conftest import FAST_RECONNECT, stdio_config
+from tests.mcp.conftest import FAST_RECONNECT, connected, raw_config, stdio_config
 from tests.mcp.servers.basic_server import PNG
+from tests.mcp.servers.raw_server import PAGE_SIZE, PAGED_RESOURCES
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def connection() -> AsyncIterator[McpConnection]:
-    conn = McpConnection("docs", stdio_config(timeout=10), reconnect=FAST_RECONNECT)
-    conn.start()
-    try:
-        assert await conn.wait_ready(20), conn.status()
+    async with connected("docs", stdio_config(timeout=10), reconnect=FAST_RECONNECT) as conn:
         yield conn
-    finally:
-        await conn.aclose()
 
 
 async def call(conn: McpConnection, name: str, arguments: dict[str, Any]) -> ToolResult:
@@ -138,10 +134,7 @@ async def test_get_prompt_with_an_unknown_name_fails_naming_the_server(
 
 
 async def test_the_servers_own_tool_wins_over_a_utility_of_the_same_name() -> None:
-    conn = McpConnection("own", stdio_config("--collide"), reconnect=FAST_RECONNECT)
-    conn.start()
-    try:
-        assert await conn.wait_ready(20), conn.status()
+    async with connected("own", stdio_config("--collide"), reconnect=FAST_RECONNECT) as conn:
         own = conn.tool_for("list_resources")
         assert own is not None
         assert [t for t in conn.tools() if t.name == "own__list_resources"] == [own]
@@ -151,8 +144,25 @@ async def test_the_servers_own_tool_wins_over_a_utility_of_the_same_name() -> No
         assert result.ok, result.error
         assert result.output["text"] == "the server's own list_resources"
         assert "own__read_resource" in {t.name for t in conn.tools()}
-    finally:
-        await conn.aclose()
+
+
+async def test_list_resources_pages_on_with_the_servers_cursor() -> None:
+    config = raw_config("paged_resources", timeout=10)
+    async with connected("paged", config, reconnect=FAST_RECONNECT) as conn:
+        pages: list[list[str]] = []
+        arguments: dict[str, Any] = {}
+        for _ in range(len(PAGED_RESOURCES)):  # bounded, whatever the cursors do
+            result = await call(conn, "paged__list_resources", arguments)
+            assert result.ok, result.error
+            structured = result.output["structured"]
+            pages.append([r["uri"] for r in structured["resources"]])
+            if "nextCursor" not in structured:
+                break
+            assert result.output["text"].endswith("; more with cursor=nextCursor")
+            arguments = {"cursor": structured["nextCursor"]}
+    assert pages[1] != pages[0]
+    assert [len(page) for page in pages] == [PAGE_SIZE, PAGE_SIZE, 2]
+    assert [uri for page in pages for uri in page] == [r["uri"] for r in PAGED_RESOURCES]
 
 
 async def _never(action: str, send: Any) -> ToolResult:

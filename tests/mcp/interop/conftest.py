@@ -21,8 +21,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +33,7 @@ from hermes.models.base import ToolCall
 from hermes.tools.base import Tool, ToolContext, ToolResult
 from hermes.tools.executor import execute_tool_call
 from hermes.tools.registry import ToolRegistry
+from tests.mcp.conftest import CONNECT_LIMIT_S, free_port, stop_process
 
 INTEROP = Path(__file__).resolve().parent
 REPO = INTEROP.parents[2]
@@ -42,8 +42,9 @@ LOOPBACK = INTEROP / "loopback.cjs"
 NODE = shutil.which("node")
 EVERYTHING = "@modelcontextprotocol/server-everything"
 FILESYSTEM = "@modelcontextprotocol/server-filesystem"
-#: The bound on any single wait in these tests (a start, a call, a reconnect, a close).
-LIMIT_S = 20.0
+#: The bound on any single wait in these tests (a start, a call, a reconnect, a close); the
+#: same as ``tests.mcp.conftest.connected``'s, which these tests use too.
+LIMIT_S = CONNECT_LIMIT_S
 
 HttpTransport = Literal["streamable_http", "sse"]
 #: server-everything's own names for its HTTP transports (its first argument), and URL paths.
@@ -138,18 +139,6 @@ def tool_named(connection: McpConnection, name: str) -> Tool:
     return found[0]
 
 
-@asynccontextmanager
-async def connected(name: str, config: ServerConfig) -> AsyncIterator[McpConnection]:
-    """A started connection that is ready; closed (and its stdio server reaped) after."""
-    connection = McpConnection(name, config)
-    connection.start()
-    try:
-        assert await connection.wait_ready(LIMIT_S), connection.status()
-        yield connection
-    finally:
-        await asyncio.wait_for(connection.aclose(), LIMIT_S)
-
-
 async def wait_until(predicate: Any, what: str, limit: float = LIMIT_S) -> None:
     """Poll ``predicate()`` every 10 ms until true; fail naming ``what`` after ``limit`` s."""
     deadline = time.monotonic() + limit
@@ -160,12 +149,6 @@ async def wait_until(predicate: Any, what: str, limit: float = LIMIT_S) -> None:
 
 
 # -- server-everything over HTTP ---------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class EverythingHttpServer:
@@ -223,14 +206,8 @@ class EverythingHttpServer:
     def stop(self) -> None:
         """Stop the server if it runs (SIGTERM, then SIGKILL); safe to call twice."""
         process, self.process = self.process, None
-        if process is None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
+        if process is not None:
+            stop_process(process)
 
     def _accepts(self) -> bool:
         try:

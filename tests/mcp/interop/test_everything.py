@@ -18,12 +18,12 @@ import pytest_asyncio
 from hermes import Agent
 from hermes.mcp import McpConnection
 from hermes.testing import ScriptedModel, call, say
+from tests.mcp.conftest import connected
 from tests.mcp.interop.conftest import (
     LIMIT_S,
     EverythingHttpServer,
     HttpTransport,
     ReferenceServers,
-    connected,
     counting,
     run_tool,
     tool_named,
@@ -192,7 +192,9 @@ async def test_reading_an_unknown_resource_is_a_failed_result(everything: McpCon
     assert not result.ok
     assert result.error is not None
     assert reached == [arguments]  # valid for our schema: the server refused it
-    assert "'everything'" in result.error.message or "no-such-resource" in result.error.message
+    assert result.error.type == "mcp_error"
+    assert "'everything'" in result.error.message
+    assert "demo://resource/no-such-resource" in result.error.message
 
 
 async def test_read_resource_without_a_uri_is_refused_locally(everything: McpConnection) -> None:
@@ -202,6 +204,65 @@ async def test_read_resource_without_a_uri_is_refused_locally(everything: McpCon
     assert result.error.type == "invalid_arguments"
     assert "uri" in result.error.message
     assert reached == []
+
+
+async def test_long_resource_and_prompt_texts_are_clipped_to_max_text_chars(
+    servers: ReferenceServers,
+) -> None:
+    limit = 100
+    async with connected("everything", servers.everything_stdio(), max_text_chars=limit) as conn:
+        read = await run_tool(conn.tools(), "everything__read_resource", {"uri": STATIC_DOC})
+        city = "Llanfairpwllgwyngyll" * 20
+        arguments = {"name": "args-prompt", "arguments": {"city": city}}
+        prompt = await run_tool(conn.tools(), "everything__get_prompt", arguments)
+    assert read.ok, read.error
+    text = read.output["text"]
+    assert text.startswith("# Everything Server - Features")
+    clipped, note = text.split("\n…[truncated: ", 1)
+    assert len(clipped) == limit
+    assert note.startswith(f"showing {limit} of ")
+    assert prompt.ok, prompt.error
+    (message,) = prompt.output["structured"]["messages"]
+    assert message["text"].startswith("What's weather in Llanfair")
+    assert f"[truncated: showing {limit} of " in message["text"]
+    assert city not in prompt.to_model_text()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"name": True}, "name"),
+        ({"name": ["args-prompt"]}, "name"),
+        ({"name": ""}, "name"),
+        ({"name": "args-prompt", "arguments": {"city": False}}, "city"),
+        ({"name": "args-prompt", "arguments": "city=Oslo"}, "arguments"),
+    ],
+)
+async def test_get_prompt_with_wrongly_typed_arguments_is_refused_before_the_wire(
+    everything: McpConnection, arguments: dict[str, Any], field: str
+) -> None:
+    # Types that no safe coercion fixes: a number would be sent as its text (see below).
+    adapted, reached = counting(tool_named(everything, "everything__get_prompt"))
+    result = await run_tool([adapted], adapted.name, arguments)
+    assert not result.ok
+    assert result.error is not None
+    assert result.error.type == "invalid_arguments"
+    assert field in result.error.message
+    assert result.attempts == 0
+    assert reached == []
+
+
+async def test_a_number_for_the_prompt_name_is_sent_as_its_text(
+    everything: McpConnection,
+) -> None:
+    # The executor's documented coercion (hermes.tools._coercion: a number → its text for a
+    # string field); the server then refuses the unknown prompt "3".
+    adapted, reached = counting(tool_named(everything, "everything__get_prompt"))
+    result = await run_tool([adapted], adapted.name, {"name": 3})
+    assert reached == [{"name": "3"}]
+    assert result.error is not None
+    assert result.error.type == "mcp_error"
+    assert "'3'" in result.error.message
 
 
 # -- an agent turn -----------------------------------------------------------------------------

@@ -14,10 +14,10 @@ import pytest
 import pytest_asyncio
 
 from hermes.mcp import McpConnection, McpManager, parse_mcp_servers
+from tests.mcp.conftest import connected
 from tests.mcp.interop.conftest import (
     LIMIT_S,
     ReferenceServers,
-    connected,
     counting,
     run_tool,
     tool_named,

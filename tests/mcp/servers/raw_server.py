@@ -10,7 +10,9 @@
 * ``garbage_init`` — answers ``initialize`` with lines that are not JSON-RPC;
 * ``garbage_call`` — answers ``tools/call`` with a line that is not JSON-RPC;
 * ``hang`` — ignores SIGTERM and the end of its input, starts a child that does the same,
-  writes ``"<its pid> <child pid>"`` to ``PIDS_FILE`` and never answers.
+  writes ``"<its pid> <child pid>"`` to ``PIDS_FILE`` and never answers;
+* ``paged_resources`` — offers resources too: ``PAGED_RESOURCES`` (``test://item/0`` …)
+  listed ``PAGE_SIZE`` at a time, each page but the last with a ``nextCursor``, no templates.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ BAD_TOOLS = [
     {"description": "a tool without a name", "inputSchema": {"type": "object"}},
     {"name": "bad_type", "inputSchema": {"type": "object", "properties": {"x": {"type": "nope"}}}},
 ]
+PAGED_RESOURCES = [{"uri": f"test://item/{i}", "name": f"item-{i}"} for i in range(12)]
+PAGE_SIZE = 5
 _STUBBORN = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)"
 
 
@@ -50,6 +54,17 @@ def hang(pids_file: str) -> None:
         time.sleep(60)
 
 
+def resource_page(request_id: Any, params: dict[str, Any] | None) -> None:
+    """Answer resources/list with the page ``params.cursor`` (``"from:<index>"``) names."""
+    cursor = (params or {}).get("cursor")
+    start = 0 if cursor is None else int(str(cursor).removeprefix("from:"))
+    end = start + PAGE_SIZE
+    result: dict[str, Any] = {"resources": PAGED_RESOURCES[start:end]}
+    if end < len(PAGED_RESOURCES):
+        result["nextCursor"] = f"from:{end}"
+    answer(request_id, result)
+
+
 def serve(mode: str) -> None:
     tools = [PING, *BAD_TOOLS] if mode == "bad_schema" else [PING]
     for line in sys.stdin:
@@ -62,7 +77,10 @@ def serve(mode: str) -> None:
                 continue
             version = message["params"]["protocolVersion"]
             info = {"name": "raw", "version": "0"}
-            result = {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}
+            capabilities: dict[str, Any] = {"tools": {}}
+            if mode == "paged_resources":
+                capabilities["resources"] = {}
+            result = {"protocolVersion": version, "capabilities": capabilities, "serverInfo": info}
             answer(request_id, result)
         elif method == "tools/list":
             answer(request_id, {"tools": tools})
@@ -74,6 +92,10 @@ def serve(mode: str) -> None:
                 sys.stdout.flush()
                 continue
             answer(request_id, {"content": [{"type": "text", "text": "pong"}]})
+        elif method == "resources/list" and mode == "paged_resources":
+            resource_page(request_id, message.get("params"))
+        elif method == "resources/templates/list" and mode == "paged_resources":
+            answer(request_id, {"resourceTemplates": []})
         elif request_id is not None:
             answer(request_id, {})
 
