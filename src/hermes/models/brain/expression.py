@@ -1,14 +1,28 @@
-"""Arithmetic in free text (Chinese and English) → an expression for the ``calculator`` tool.
+"""Arithmetic in free text (Chinese and English) → exact trees for the ``calculator`` tool.
 
-``parse_expression("15乘以27等于多少？")`` gives ``ParsedExpression("15*27")``;
-``parse_expression("再加100呢？")`` gives ``ParsedExpression("+100", continues=True)``, which
-:func:`resolve_expression` applies to the session's last result (seed 003 §3.1: "15乘以27等于
-多少？" then "再加100呢？" → 405+100 = 505).
+``read_arithmetic("15乘以27再加100等于多少")`` reads one calculation, ``15*27+100``;
+``read_arithmetic("再加100呢？", has_last=True)`` reads a follow-up on the previous result.
+Every word of the text is accounted for: a number, an operator, a filler word ("等于多少",
+"what is"), punctuation — or an unknown word, which is never skipped silently (seed 002 §2.3:
+an honest failure beats a wrong success). How the text is read, in order:
 
-The scanner finds number and operator tokens; any other non-blank text between two tokens ends
-an expression, so "I have 3 cats, what is 4+5" yields ``4+5`` and never ``3 4+5``. The longest
-well-formed run that contains an operator wins. Only digits, ``+ - * / ** ( ) .`` ever reach the
-calculator.
+1. **Clauses.** Punctuation (，。？；, …) cuts the text into clauses. A clause with an unknown
+   word is *unreadable* when it also has an operator ("五乘以一打": 打 is not a number) and
+   *not arithmetic* otherwise ("I have 3 cats"); either way it is reported, never computed.
+2. **Stages.** 再 / 然后 / 接着 / then / and then start a new stage that applies to the result so
+   far: "100减去20再除以4" is (100-20)/4 = 20; "先算15加2，再乘以3" is (15+2)*3 = 51.
+3. **Precedence.** Inside a stage, the usual rules, words or symbols alike: "15 plus 2 times 3"
+   is 15+(2*3) = 21; ``**`` before unary minus before ``* /`` before ``+ -``; "of"/"的" before a
+   fraction or percentage multiplies ("10 percent of 50", "200的五分之一").
+4. **Follow-ups.** A clause that starts with an operator ("再加100", "divided by 2", "的平方")
+   continues the calculation before it in the same message; only when the message has no
+   calculation of its own does it continue the session's last result (``has_last``).
+   A leading ``-`` is a sign; a leading word 减/minus continues the last result when there is
+   one, and is a minus sign otherwise.
+
+Numbers are read exactly (:mod:`hermes.models.brain.numbers`): 三点五, 五分之一, 百分之十, 负三,
+一万二, 3.5万, 1.2k, "three and a half", "a quarter". Only digits, ``+ - * / ** ( ) . ,`` and
+the calculator's own function names ever reach the calculator.
 """
 
 from __future__ import annotations
@@ -16,65 +30,552 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
-from typing import Literal
+from fractions import Fraction
 
-from hermes.models.brain.numerals import NUMERAL_CHARS, SECTION_UNITS, chinese_to_int
-
-_CN = f"[{NUMERAL_CHARS}]"
-_CN_SMALL = "[零〇一二两三四五六七八九十]"
-_UNIT_VALUES = {"百": 100, "千": 1000, **SECTION_UNITS}
-
-# One alternation, longest phrases first inside each group. English words need \b so that
-# "sometimes" is not "times".
-_TOKEN = re.compile(
-    rf"""
-    (?P<num>\d+(?:\.\d+)?)(?:\s*(?P<unit>[百千万亿]))?
-    |的\s*(?P<pow_n>\d+|{_CN_SMALL}+)\s*次方
-    |(?P<postfix>的?平方根|的?平方(?![米公厘千分])|的?立方(?![米公厘千分])|\bsquared\b|\bcubed\b)
-    |(?P<pow>\*\*|\^|\b(?:raised\s+)?to\s+the\s+power\s+of\b)
-    |(?P<word_op>加上|加|减去|减掉|减|乘以|乘上|乘|除以
-        |\bplus\b|\bminus\b|\bmultiplied\s+by\b|\btimes\b|\bdivided\s+by\b)
-    |(?P<sym_op>[-+*/×÷−]|(?<![a-z])x(?![a-z]))
-    |(?P<fn>\b(?:sqrt|abs|round|floor|ceil|log10|log|exp|sin|cos|tan|min|max)\s*(?=\())
-    |(?P<const>\bpi\b|π)
-    |(?P<comma>,)
-    |(?P<neg>负)
-    |(?P<cn>{_CN}+)
-    |(?P<lp>[(\[])
-    |(?P<rp>[)\]])
-    """,
-    re.VERBOSE,
+from hermes.models.brain import arith
+from hermes.models.brain.arith import BinOp, Call, Const, Neg, Node, Num, Prev
+from hermes.models.brain.numbers import (
+    EN_NUMBER_WORDS,
+    Number,
+    format_exact,
+    read_chinese_number,
+    read_digits,
+    read_english_number,
 )
+
+__all__ = [
+    "MAX_TOKENS",
+    "Calculation",
+    "ParsedExpression",
+    "Reading",
+    "format_number",
+    "parse_expression",
+    "read_arithmetic",
+    "resolve_expression",
+]
+
 #: More tokens than this is not an arithmetic question typed into a chat.
 MAX_TOKENS = 200
+_ZH = "零〇一二两三四五六七八九十百千万亿"
+_FUNCTIONS = "sqrt|abs|round|floor|ceil|log10|log|exp|sin|cos|tan|min|max"
+_MASTER = re.compile(
+    rf"""
+    (?P<space>\s+)
+    |(?P<power_n>的?\s*(?P<pow_n>\d+(?:\.\d+)?|[零一二两三四五六七八九十点]+)\s*次(?:方|幂))
+    |(?P<postfix>的?平方根|的?平方(?![米公厘千分])|的?立方(?![米公厘千分])|\bsquared\b|\bcubed\b)
+    |(?P<half>一半)
+    |(?P<of>的(?=\s*(?:[\d{_ZH}负]|一半))|\bof\b)
+    |(?P<date>(?<![\d.])\d{{4}}(?P<date_sep>[-/])\d{{1,2}}(?P=date_sep)\d{{1,2}}(?![\d.]))
+    |(?P<number>(?P<digits>\d+(?:\.\d+)?)(?![\d.{_ZH}点分又])(?:\s*(?P<suffix>k)(?![a-z]))?)
+    |(?P<zh_filler0>一下)
+    |(?P<zh>负?[\d.{_ZH}点分之又]*[\d{_ZH}])
+    |(?P<neg>负|\bnegative\b)
+    |(?P<percent>%|\bper\s*cent\b)
+    |(?P<zh_op>加上|加|减去|减掉|减|乘以|乘上|乘|除以)
+    |(?P<en_op>\b(?:multiplied\s+by|divided\s+by|(?:raised\s+)?to\s+the\s+power\s+of|plus|minus
+        |times|over)\b)
+    |(?P<pow>\*\*|\^)
+    |(?P<sym>[-+*/×÷−]|(?<![a-z])x(?![a-z]))
+    |(?P<fn>\b(?:{_FUNCTIONS})\s*(?=\())
+    |(?P<sqrt>(?:\bthe\s+)?\bsquare\s+root\s+of\b|根号)
+    |(?P<const>\bpi\b|π)
+    |(?P<stage>再|然后|接着|之后|\band\s+then\b|\bthen\b|\bafter\s+that\b)
+    |(?P<lp>[(\[])
+    |(?P<rp>[)\]])
+    |(?P<punct>[,，。!！?？;；:：、]|\.(?!\d))
+    |(?P<zh_filler>请问|请|帮我|帮忙|麻烦|给我|我想知道|想知道|告诉我|算一下|算一算|算算|计算一下
+        |看一下|看看|查一下|分别|各是|各
+        |计算|算出|算|一下|等于多少|等于几|等于|是多少|得多少|得几|多少|结果是|的结果|结果|是|得
+        |呢|吗|啊|呀|吧|嘛|了|那么|那|先|你|的|好)
+    |(?P<equals>=)
+    |(?P<word>[a-z]+(?:'[a-z]+)?)
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+_EN_FILLER = frozenset(
+    (
+        "what", "what's", "whats", "is", "are", "was", "the", "how", "much", "please", "calculate",
+        "compute", "calc", "tell", "me", "can", "could", "would", "you", "i", "want", "to", "know",
+        "equals", "equal", "result", "does", "do", "make", "makes", "give", "solve", "work", "out",
+        "get", "find", "hey", "hi", "hermes", "ok", "okay", "so", "now", "us", "let's", "lets",
+        "figure", "answer", "it", "something", "anything", "for", "quick", "quickly",
+    )
+)  # fmt: skip
+_EN_WORDS = re.compile(r"[a-z]+(?:[\s-]+[a-z]+){0,11}", re.IGNORECASE)
+_WORD = re.compile(r"[a-z]+", re.IGNORECASE)
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-# A calendar date (2024-05-01, 2024/5/1) is not a subtraction or a division.
-_DATE = re.compile(r"(?<![\d.])\d{4}([-/])\d{1,2}\1\d{1,2}(?![\d.])")
-_WORD_OPS = {
-    "加上": "+", "加": "+", "plus": "+",
-    "减去": "-", "减掉": "-", "减": "-", "minus": "-",
-    "乘以": "*", "乘上": "*", "乘": "*", "times": "*", "multiplied by": "*",
-    "除以": "/", "divided by": "/",
+_ZH_OPS = {
+    "加上": "+", "加": "+", "减去": "-", "减掉": "-", "减": "-",
+    "乘以": "*", "乘上": "*", "乘": "*", "除以": "/",
 }  # fmt: skip
-_SYMBOL_OPS = {"-": "-", "−": "-", "+": "+", "*": "*", "/": "/", "×": "*", "÷": "/", "x": "*"}
-_POSTFIX = {"平方根": "**0.5", "平方": "**2", "立方": "**3", "squared": "**2", "cubed": "**3"}
-
-_Kind = Literal["num", "op", "postfix", "lp", "rp", "fn", "comma"]
+_EN_OPS = {
+    "plus": "+", "minus": "-", "times": "*", "multiplied by": "*", "divided by": "/", "over": "/",
+    "to the power of": "**", "raised to the power of": "**",
+}  # fmt: skip
+_SYMBOLS = {"-": "-", "−": "-", "+": "+", "*": "*", "/": "/", "×": "*", "÷": "/", "x": "*"}
+_POSTFIX = {"平方根": Fraction(1, 2), "平方": Fraction(2), "立方": Fraction(3)}
+_POSTFIX |= {"squared": Fraction(2), "cubed": Fraction(3)}
 
 
 @dataclass(frozen=True, slots=True)
-class _Token:
-    kind: _Kind
+class _Tok:
+    kind: str  # num op postfix of fn sqrt const lp rp comma stage and unk
     text: str
     start: int
     end: int
-    from_word: bool = False  # an operator written as a word (减去, minus): never a sign
+    number: Number | None = None
+    #: "zh" / "en" for an operator written as a word (减去, minus): a follow-up, not a sign.
+    word: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Calculation:
+    """One calculation read from text. ``tree`` contains :class:`~arith.Prev` when it continues
+    the session's last result (``continues``); ``source`` is the text it was read from."""
+
+    tree: Node
+    source: str
+
+    @property
+    def continues(self) -> bool:
+        return arith.continues(self.tree)
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """Everything a text says about arithmetic (see the module docstring)."""
+
+    calculations: tuple[Calculation, ...] = ()
+    #: Clauses with an operator that could not be read, with the words that were not understood.
+    unreadable: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: Clauses that are not arithmetic at all ("I have 3 cats").
+    ignored: tuple[str, ...] = ()
+    #: A follow-up ("再加100") with no calculation before it in the message and no last result.
+    needs_last: bool = False
+    #: Too long to be a calculation typed into a chat.
+    too_long: bool = False
+    #: Clauses that are a single number: nothing to calculate ("计算 42").
+    bare: tuple[str, ...] = ()
+    #: What to say, clause by clause in the order of the text: ``("calculation", index into
+    #: calculations)``, ``("unreadable", index)``, ``("ignored", index)``.
+    order: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def understood(self) -> bool:
+        return not (self.unreadable or self.ignored or self.needs_last or self.too_long)
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width digits and signs to ASCII), thousands separators dropped."""
+    return _THOUSANDS.sub("", unicodedata.normalize("NFKC", text))
+
+
+def read_arithmetic(text: str, *, has_last: bool = False) -> Reading:
+    """Read the arithmetic of ``text`` (module docstring); never raises."""
+    norm = normalize(text)
+    tokens = _lex(norm)
+    if tokens is None:
+        return Reading(too_long=True)
+    calculations: list[Calculation] = []
+    unreadable: list[tuple[str, tuple[str, ...]]] = []
+    ignored: list[str] = []
+    bare: list[str] = []
+    order: list[tuple[str, int]] = []
+    needs_last = False
+    for clause, source in _clauses(tokens, norm):
+        unknown = tuple(t.text for t in clause if t.kind == "unk")
+        operators = [t for t in clause if t.kind not in ("num", "unk", "lp", "rp", "const")]
+        if unknown:
+            numbers = sum(t.kind == "num" for t in clause)
+            # With an operator ("五乘以一打") or two numbers ("6除2": 除 alone is ambiguous) it
+            # was meant as arithmetic and could not be read; else it is no arithmetic at all.
+            if operators or numbers > 1:
+                order.append(("unreadable", len(unreadable)))
+                unreadable.append((source, unknown))
+            else:
+                order.append(("ignored", len(ignored)))
+                ignored.append(source)
+            continue
+        if not operators:
+            if sum(t.kind == "num" for t in clause) > 1:
+                order.append(("unreadable", len(unreadable)))
+                unreadable.append((source, ()))  # "15 27": how are they combined?
+            else:
+                bare.append(source)
+            continue
+        previous = calculations[-1].tree if calculations else None
+        tree = _parse_clause(clause, previous, has_last=has_last)
+        if tree is None:
+            order.append(("unreadable", len(unreadable)))
+            unreadable.append((source, ()))
+        elif isinstance(tree, _NeedsLast):
+            needs_last = True
+        elif _is_number(tree):
+            bare.append(source)  # "minus five": a negative number, nothing to calculate
+        elif previous is not None and _extends(clause):
+            calculations[-1] = Calculation(tree, calculations[-1].source + "，" + source)
+        else:
+            order.append(("calculation", len(calculations)))
+            calculations.append(Calculation(tree, source))
+    return Reading(
+        tuple(calculations),
+        tuple(unreadable),
+        tuple(ignored),
+        needs_last,
+        bare=tuple(bare),
+        order=tuple(order),
+    )
+
+
+# -- lexing -----------------------------------------------------------------------------------
+
+
+def _lex(text: str) -> list[_Tok] | None:
+    tokens: list[_Tok] = []
+    pos, depth = 0, 0
+    while pos < len(text):
+        match = _MASTER.match(text, pos)
+        if match is None:  # a character no rule knows: an unknown word of its own
+            token: _Tok | None = _Tok("unk", text[pos], pos, pos + 1)
+            end = pos + 1
+        elif match.lastgroup == "word" and match.group("word").lower() in EN_NUMBER_WORDS:
+            token, end = _english_number(text, pos)
+        else:
+            token, end = _token(match, depth)
+        pos = end
+        if token is None:
+            continue
+        depth += (token.kind == "lp") - (token.kind == "rp" and depth > 0)
+        tokens.append(token)
+        if len(tokens) > MAX_TOKENS:
+            return None
+    return _merge(tokens, text)
+
+
+def _token(match: re.Match[str], depth: int) -> tuple[_Tok | None, int]:
+    start, end = match.span()
+    kind = match.lastgroup or ""
+    text = match.group(0)
+    if kind in ("space", "zh_filler", "zh_filler0", "equals"):
+        return None, end
+    if kind == "word":
+        lowered = text.lower()
+        if lowered in _EN_FILLER:
+            return None, end
+        return _Tok("and" if lowered == "and" else "unk", text, start, end), end
+    if kind == "power_n":
+        exponent = read_chinese_number(match.group("pow_n"))
+        if exponent is None:
+            return _Tok("unk", text, start, end), end
+        return _Tok("postfix", exponent.shown, start, end, exponent), end
+    if kind == "postfix":
+        word = text.removeprefix("的").lower()
+        value = _POSTFIX[word]
+        return _Tok("postfix", word, start, end, Number(value, format_exact(value) or "")), end
+    if kind == "half":
+        return _Tok("num", text, start, end, Number(Fraction(1, 2), "1/2")), end
+    if kind == "number":
+        digits = read_digits(match.group("digits"), match.group("suffix"))
+        return _Tok("num", text, start, end, digits), end
+    if kind == "date":  # a calendar date is not a subtraction or a division
+        return _Tok("unk", text, start, end), end
+    if kind == "zh":
+        number = read_chinese_number(text)
+        return _Tok("num" if number else "unk", text, start, end, number), end
+    if kind in ("zh_op", "en_op"):
+        if kind == "zh_op":
+            return _Tok("op", _ZH_OPS[text], start, end, word="zh"), end
+        return _Tok("op", _EN_OPS[" ".join(text.lower().split())], start, end, word="en"), end
+    if kind == "sym":
+        return _Tok("op", _SYMBOLS[text.lower()], start, end), end
+    if kind == "pow":
+        return _Tok("op", "**", start, end), end
+    if kind == "neg":
+        return _Tok("op", "-", start, end), end
+    if kind == "fn":
+        return _Tok("fn", text.strip(), start, end), end
+    if kind == "const":
+        return _Tok("const", "pi", start, end), end
+    if kind == "punct" and text in ",，" and depth > 0:
+        return _Tok("comma", ",", start, end), end
+    return _Tok(kind, text, start, end), end  # of sqrt percent stage lp rp punct
+
+
+def _english_number(text: str, pos: int) -> tuple[_Tok, int]:
+    """An English number phrase at ``pos`` ("three and a half"), else the one unknown word."""
+    run = _EN_WORDS.match(text, pos)
+    assert run is not None  # the caller saw a word here
+    spans = [(pos + m.start(), pos + m.end()) for m in _WORD.finditer(run.group(0))]
+    words = [text[start:end].lower() for start, end in spans]
+    ends = [end for _, end in spans]
+    found = read_english_number(words)
+    if found is None:
+        first = text[pos : ends[0]]
+        kind = "and" if words[0] == "and" else "unk"
+        if words[0] in _EN_FILLER:
+            return _Tok("filler", first, pos, ends[0]), ends[0]
+        return _Tok(kind, first, pos, ends[0]), ends[0]
+    number, size = found
+    return _Tok("num", text[pos : ends[size - 1]], pos, ends[size - 1], number), ends[size - 1]
+
+
+def _merge(tokens: list[_Tok], text: str) -> list[_Tok]:
+    """Fold what belongs together: a percent sign into its number (10% = 1/10, shown "10%"),
+    "3 and a half" into 3.5, and neighbouring unknown words into one ("I have" is one piece;
+    "have 3 cats" stays three)."""
+    out: list[_Tok] = []
+    for token in tokens:
+        if token.kind == "filler":
+            continue
+        merged = _fold(out, token, text)
+        if merged is None:
+            out.append(token)
+    return out
+
+
+def _fold(out: list[_Tok], token: _Tok, text: str) -> bool | None:
+    """Fold ``token`` into the end of ``out`` and return True, or return None."""
+    last = out[-1] if out else None
+    if last is None:
+        return None
+    if token.kind == "percent" and last.kind == "num" and last.number is not None:
+        number = Number(last.number.value / 100, last.number.shown + "%", percent=True)
+        out[-1] = _Tok("num", text[last.start : token.end], last.start, token.end, number)
+        return True
+    if token.kind == "unk" and last.kind == "unk" and not text[last.end : token.start].strip():
+        out[-1] = _Tok("unk", text[last.start : token.end], last.start, token.end)
+        return True
+    whole = out[-2] if len(out) >= 2 else None
+    if (
+        last.kind == "and"
+        and whole is not None
+        and whole.number is not None
+        and whole.number.value.denominator == 1
+        and token.number is not None
+        and 0 < token.number.value < 1
+    ):  # "3 and a half"
+        value = whole.number.value + token.number.value
+        merged = Number(value, format_exact(value) or f"{value.numerator}/{value.denominator}")
+        out[-2:] = [_Tok("num", text[whole.start : token.end], whole.start, token.end, merged)]
+        return True
+    return None
+
+
+# -- clauses and parsing ----------------------------------------------------------------------
+
+
+def _clauses(tokens: list[_Tok], text: str) -> list[tuple[list[_Tok], str]]:
+    """Tokens split at punctuation, each clause with its source text."""
+    clauses: list[tuple[list[_Tok], str]] = []
+    current: list[_Tok] = []
+    start = 0
+    for token in [*tokens, _Tok("punct", "", len(text), len(text))]:
+        if token.kind != "punct":
+            current.append(token)
+            continue
+        if current:
+            clauses.append((_resolve_and(current), text[start : token.start].strip()))
+        current, start = [], token.end
+    return clauses
+
+
+def _resolve_and(clause: list[_Tok]) -> list[_Tok]:
+    """ "and" before an operator starts a stage ("and divided by 2"); elsewhere it is unknown."""
+    out: list[_Tok] = []
+    for index, token in enumerate(clause):
+        if token.kind != "and":
+            out.append(token)
+            continue
+        following = clause[index + 1] if index + 1 < len(clause) else None
+        if following is not None and following.kind in ("op", "postfix", "stage"):
+            out.append(_Tok("stage", token.text, token.start, token.end))
+        else:
+            out.append(_Tok("unk", token.text, token.start, token.end))
+    return out
+
+
+class _NeedsLast:
+    """Marker: a follow-up with nothing to follow."""
+
+
+_NEEDS_LAST = _NeedsLast()
+
+
+def _is_number(tree: Node) -> bool:
+    return isinstance(tree, Num) or (isinstance(tree, Neg) and isinstance(tree.operand, Num))
+
+
+def _extends(clause: list[_Tok]) -> bool:
+    first = clause[0]
+    return first.kind in ("stage", "postfix") or (
+        first.kind == "op" and (first.text != "-" or bool(first.word))
+    )
+
+
+def _parse_clause(
+    clause: list[_Tok], previous: Node | None, *, has_last: bool
+) -> Node | _NeedsLast | None:
+    """The clause's tree (continuing ``previous`` or the last result when it starts with an
+    operator), :data:`_NEEDS_LAST`, or ``None`` when it is not well formed."""
+    stages: list[list[_Tok]] = [[]]
+    for token in clause:
+        if token.kind == "stage":
+            stages.append([])
+        else:
+            stages[-1].append(token)
+    if not stages[0]:
+        stages.pop(0)  # "再加100": the clause starts with a stage word
+        leading = True
+    else:
+        leading = _extends(stages[0])
+    if not stages or any(not stage for stage in stages):
+        return None
+    tree: Node | None = None
+    if leading:
+        first = stages[0][0]
+        if previous is not None:
+            tree = previous
+        elif has_last:
+            tree = Prev()
+        elif first.kind == "op" and first.text == "-" and first.word == "en":
+            leading = False  # "minus three times two" with nothing before: a minus sign
+        else:
+            return _NEEDS_LAST
+    for index, stage in enumerate(stages):
+        if index == 0 and not leading:
+            tree = _parse(stage, None)
+        elif _extends(stage) or (stage[0].kind == "op" and stage[0].text == "-"):
+            tree = _parse(stage, tree)
+        else:
+            return None  # "15，然后 27": a stage must say what to do with the result so far
+        if tree is None:
+            return None
+    return tree
+
+
+def _parse(tokens: list[_Tok], previous: Node | None) -> Node | None:
+    parser = _Parser(tokens, previous)
+    try:
+        node = parser.expression()
+    except _Malformed:
+        return None
+    return node if parser.done() else None
+
+
+class _Malformed(Exception):
+    pass
+
+
+class _Parser:
+    """Precedence climbing over one stage's tokens; ``previous`` is the left operand of a
+    stage that starts with an operator."""
+
+    def __init__(self, tokens: list[_Tok], previous: Node | None) -> None:
+        self.tokens = tokens
+        self.index = 0
+        self.previous = previous
+
+    def done(self) -> bool:
+        return self.index == len(self.tokens)
+
+    def _peek(self) -> _Tok | None:
+        return self.tokens[self.index] if self.index < len(self.tokens) else None
+
+    def _take(self) -> _Tok:
+        token = self._peek()
+        if token is None:
+            raise _Malformed
+        self.index += 1
+        return token
+
+    def _is_op(self, *ops: str) -> bool:
+        token = self._peek()
+        return token is not None and token.kind == "op" and token.text in ops
+
+    def expression(self) -> Node:
+        node = self._term()
+        while self._is_op("+", "-"):
+            op = self._take().text
+            node = BinOp(op, node, self._term())
+        return node
+
+    def _term(self) -> Node:
+        node = self._unary()
+        while True:
+            token = self._peek()
+            if token is None or not (
+                token.kind == "of" or (token.kind == "op" and token.text in "*/")
+            ):
+                return node
+            self.index += 1
+            node = BinOp("*" if token.kind == "of" else token.text, node, self._unary())
+
+    def _unary(self) -> Node:
+        if self.previous is None and self._is_op("-"):
+            self.index += 1
+            operand = self._unary()
+            if isinstance(operand, Num) and operand.number.value > 0:
+                number = operand.number
+                return Num(Number(-number.value, "-" + number.shown, number.percent))
+            return Neg(operand)
+        if self.previous is None and self._is_op("+"):
+            self.index += 1
+            return self._unary()
+        return self._power()
+
+    def _power(self) -> Node:
+        base = self._postfix()
+        if self._is_op("**"):
+            self.index += 1
+            return BinOp("**", base, self._unary())
+        return base
+
+    def _postfix(self) -> Node:
+        node = self._primary()
+        while (token := self._peek()) is not None and token.kind == "postfix":
+            self.index += 1
+            assert token.number is not None
+            node = BinOp("**", node, Num(token.number))
+        return node
+
+    def _primary(self) -> Node:
+        if self.previous is not None:
+            node, self.previous = self.previous, None
+            return node
+        token = self._take()
+        if token.kind == "num" and token.number is not None:
+            return Num(token.number)
+        if token.kind == "const":
+            return Const("pi")
+        if token.kind == "lp":
+            node = self.expression()
+            if self._take().kind != "rp":
+                raise _Malformed
+            return node
+        if token.kind == "fn":
+            return self._call(token.text)
+        if token.kind == "sqrt":
+            return Call("sqrt", (self._power(),))
+        raise _Malformed
+
+    def _call(self, name: str) -> Node:
+        if self._take().kind != "lp":
+            raise _Malformed
+        args = [self.expression()]
+        while (token := self._peek()) is not None and token.kind == "comma":
+            self.index += 1
+            args.append(self.expression())
+        if self._take().kind != "rp":
+            raise _Malformed
+        return Call(name, tuple(args))
+
+
+# -- the older, single-expression API -----------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedExpression:
-    """An arithmetic expression found in text.
+    """An arithmetic expression found in text, as calculator input.
 
     ``continues`` is true when the text starts with an operator ("再加100", "times 2"): the
     expression continues the previous result and ``text`` starts with that operator.
@@ -85,24 +586,19 @@ class ParsedExpression:
 
 
 def parse_expression(text: str) -> ParsedExpression | None:
-    """The best arithmetic expression in ``text``, or ``None`` if there is none.
-
-    An expression needs at least one operator: a bare number is not something to calculate.
-    """
-    normalized = _THOUSANDS.sub("", unicodedata.normalize("NFKC", text).lower())
-    normalized = _DATE.sub(" date ", normalized)
-    tokens = _tokens(normalized)
-    if tokens is None:
+    """The one calculation in ``text`` as calculator input, or ``None`` when there is none,
+    several, or any part of the text that looks like arithmetic could not be read."""
+    reading = read_arithmetic(text, has_last=True)
+    if reading.unreadable or reading.too_long or len(reading.calculations) != 1:
         return None
-    best: ParsedExpression | None = None
-    best_size = 0
-    for run in _runs(tokens, normalized):
-        if _glued_to_a_word(normalized, run[0].start):
-            continue  # "foo(2)*3": an unknown function, never silently "(2)*3"
-        parsed = _check_run(run)
-        if parsed is not None and len(run) > best_size:
-            best, best_size = parsed, len(run)
-    return best
+    tree = reading.calculations[0].tree
+    text = arith.calculator_text(tree)
+    if not arith.continues(tree):
+        return ParsedExpression(text)
+    rest = text.removeprefix("ans")
+    if rest == text or "ans" in rest:
+        return None  # the previous result inside a larger expression: not a plain suffix
+    return ParsedExpression(rest, continues=True)
 
 
 def resolve_expression(parsed: ParsedExpression, last_result: object) -> str | None:
@@ -122,128 +618,15 @@ def resolve_expression(parsed: ParsedExpression, last_result: object) -> str | N
 
 def format_number(value: object) -> str | None:
     """A number as calculator input text (no exponent notation); ``None`` for non-numbers."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
+    if isinstance(value, bool) or not isinstance(value, int | float | str | Fraction):
         return None
     try:
-        number = Decimal(str(value))
-    except InvalidOperation:
+        number = Fraction(value) if not isinstance(value, float) else Fraction(str(value))
+    except (ValueError, ZeroDivisionError):
         return None
-    if not number.is_finite():
+    except OverflowError:
         return None
-    if number == number.to_integral_value():
-        return str(int(number))
-    return format(number.normalize(), "f")
-
-
-def _tokens(text: str) -> list[_Token] | None:
-    """The tokens of ``text``; ``None`` past :data:`MAX_TOKENS` (not a chat calculation, and
-    scanning it would cost more than a whole turn should)."""
-    tokens: list[_Token] = []
-    for match in _TOKEN.finditer(text):
-        token = _token_from(match)
-        if token is not None:
-            tokens.append(token)
-            if len(tokens) > MAX_TOKENS:
-                return None
-    return tokens
-
-
-def _token_from(match: re.Match[str]) -> _Token | None:
-    start, end = match.span()
-    group = match.lastgroup
-    digits = match.group("num")
-    if digits is not None:
-        unit = match.group("unit")
-        if unit is None and digits.isdigit():
-            return _Token("num", str(int(digits)), start, end)  # the common case, no Decimal
-        value = Decimal(digits) * (_UNIT_VALUES[unit] if unit else 1)
-        return _Token("num", format_number(value) or "0", start, end)
-    if match.group("pow_n") is not None:
-        exponent = _number_text(match.group("pow_n"))
-        return None if exponent is None else _Token("postfix", "**" + exponent, start, end)
-    if group == "postfix":
-        word = match.group("postfix").removeprefix("的")
-        return _Token("postfix", _POSTFIX[word], start, end)
-    if group == "pow":
-        return _Token("op", "**", start, end)
-    if group == "word_op":
-        word = " ".join(match.group("word_op").split())
-        return _Token("op", _WORD_OPS[word], start, end, from_word=True)
-    if group == "sym_op":
-        return _Token("op", _SYMBOL_OPS[match.group("sym_op")], start, end)
-    if group == "neg":
-        return _Token("op", "-", start, end)
-    if group == "fn":
-        return _Token("fn", match.group("fn").strip(), start, end)
-    if group == "const":
-        return _Token("num", "pi", start, end)
-    if group == "comma":
-        return _Token("comma", ",", start, end)
-    if group == "cn":
-        number = chinese_to_int(match.group("cn"))
-        return None if number is None else _Token("num", str(number), start, end)
-    if group == "lp":
-        return _Token("lp", "(", start, end)
-    return _Token("rp", ")", start, end)
-
-
-def _number_text(text: str) -> str | None:
-    if text.isdigit():
-        return str(int(text))
-    value = chinese_to_int(text)
-    return None if value is None else str(value)
-
-
-def _glued_to_a_word(text: str, start: int) -> bool:
-    """Whether a run starts right after a letter (part of a name we do not know)."""
-    return start > 0 and (text[start - 1].isascii() and text[start - 1].isalpha())
-
-
-def _runs(tokens: list[_Token], text: str) -> list[list[_Token]]:
-    """Split tokens into runs separated by anything but whitespace."""
-    runs: list[list[_Token]] = []
-    current: list[_Token] = []
-    for token in tokens:
-        if current and text[current[-1].end : token.start].strip():
-            runs.append(current)
-            current = []
-        current.append(token)
-    if current:
-        runs.append(current)
-    return runs
-
-
-def _check_run(run: list[_Token]) -> ParsedExpression | None:
-    """The run as an expression if it is well formed and has an operator."""
-    first = run[0]
-    continues = first.kind == "postfix" or (
-        first.kind == "op" and (first.text != "-" or first.from_word)
-    )
-    # A continuation is checked as if an operand stood before it.
-    expect_operand = not continues
-    depth = 0
-    has_operator = False
-    for token in run:
-        if expect_operand:
-            if token.kind == "num":
-                expect_operand = False
-            elif token.kind == "lp":
-                depth += 1
-            elif token.kind == "fn":
-                has_operator = True  # its "(" follows (the pattern looks ahead for it)
-            elif not (token.kind == "op" and token.text in "+-"):  # a sign
-                return None
-            continue
-        if token.kind == "comma" and depth > 0:
-            expect_operand = True  # min(1, 2)
-        elif token.kind == "op":
-            expect_operand, has_operator = True, True
-        elif token.kind == "postfix":
-            has_operator = True
-        elif token.kind == "rp" and depth > 0:
-            depth -= 1
-        else:
-            return None  # "15 27", "3)", "(3+4)(5)"
-    if expect_operand or depth or not (has_operator or continues):
-        return None
-    return ParsedExpression("".join(token.text for token in run), continues=continues)
+    exact = format_exact(number)
+    if exact is not None:
+        return exact
+    return f"({number.numerator}/{number.denominator})"
