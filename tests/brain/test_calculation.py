@@ -7,7 +7,7 @@ import pytest
 from hermes.models.base import ModelResponse, ToolCall
 from hermes.tools.base import ToolResult
 
-from .harness import Conversation, calculator
+from .harness import Conversation, calculator, hints
 
 
 async def test_seed_example_15_times_27_then_plus_100_gives_505(chat: Conversation) -> None:
@@ -106,7 +106,7 @@ async def test_follow_up_without_a_last_result_asks_what_to_compute(chat: Conver
     assert not response.tool_calls
     assert response.content is not None
     assert "计算什么" in response.content
-    assert response.meta == {"awaiting_slot": "expression", "intent": "calculate"}
+    assert hints(response) == {"awaiting_slot": "expression", "intent": "calculate"}
 
 
 async def test_reply_is_in_english_for_an_english_question(chat: Conversation) -> None:

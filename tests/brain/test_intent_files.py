@@ -14,7 +14,7 @@ from hermes.models.base import ToolSpec
 from hermes.models.brain import RuleBrain, default_intents
 from hermes.tools.base import ToolResult
 
-from .harness import ALL_TOOLS, Conversation
+from .harness import ALL_TOOLS, Conversation, hints
 
 TRANSLATE = ToolSpec(
     "translate",
@@ -126,7 +126,7 @@ async def test_an_unfilled_optional_slot_leaves_its_argument_out(
 async def test_a_user_intent_asks_for_its_required_slot(custom_chat: Conversation) -> None:
     ask = await custom_chat.send("翻译")
     assert ask.content == "要翻译什么？"
-    assert ask.meta == {"awaiting_slot": "text", "intent": "translate"}
+    assert hints(ask) == {"awaiting_slot": "text", "intent": "translate"}
     response = await custom_chat.send("see you tomorrow")
     assert response.tool_calls[0].arguments["text"] == "see you tomorrow"
 
@@ -171,7 +171,7 @@ async def test_without_defaults_only_user_intents_are_known(
     path = _write(tmp_path, "translate.yaml", TRANSLATE_YAML)
     chat = make_chat(model=RuleBrain([path], include_defaults=False))
     reply = await chat.send("15乘以27等于多少？")
-    assert reply.meta == {"fallback": True}
+    assert hints(reply) == {"fallback": True}
 
 
 def test_the_packaged_intents_load_and_cover_the_documented_behaviours() -> None:

@@ -14,7 +14,7 @@ from hermes.models.base import ModelRequest
 from hermes.models.brain import RuleBrain
 from hermes.tools.base import ToolResult
 
-from .harness import CALCULATOR, Conversation
+from .harness import CALCULATOR, Conversation, hints
 
 
 @pytest.mark.parametrize("text", ["你能做什么", "你会什么？", "help", "What can you do?"])
@@ -22,7 +22,7 @@ async def test_capabilities_list_the_offered_tools_with_descriptions(
     chat: Conversation, text: str
 ) -> None:
     reply = await chat.send(text)
-    assert reply.meta == {"intent": "capabilities"}
+    assert hints(reply) == {"intent": "capabilities"}
     assert reply.content is not None
     assert "- calculator: Evaluate an arithmetic expression." in reply.content
     assert "- current_time: The current date and time" in reply.content
@@ -60,7 +60,7 @@ async def test_small_talk_gets_a_short_reply(
     chat: Conversation, text: str, intent: str, expected: str
 ) -> None:
     reply = await chat.send(text)
-    assert reply.meta == {"intent": intent}
+    assert hints(reply) == {"intent": intent}
     assert reply.content is not None
     assert expected in reply.content
     assert reply.finish_reason == "stop"
@@ -82,7 +82,7 @@ async def test_services_the_brain_lacks_get_an_honest_reply_without_data(
     chat: Conversation, text: str, intent: str, service: str
 ) -> None:
     reply = await chat.send(text)
-    assert reply.meta == {"intent": intent}
+    assert hints(reply) == {"intent": intent}
     assert not reply.tool_calls
     assert reply.content is not None
     assert service in reply.content
@@ -99,7 +99,7 @@ async def test_an_intents_tool_that_is_not_offered_is_reported_unavailable(
     assert reply.content is not None
     assert "current_time" in reply.content
     assert "没有可用" in reply.content
-    assert reply.meta == {"intent": "time", "tool_unavailable": "current_time"}
+    assert hints(reply) == {"intent": "time", "tool_unavailable": "current_time"}
 
 
 async def test_no_question_is_asked_for_a_tool_that_is_not_offered(
@@ -107,7 +107,7 @@ async def test_no_question_is_asked_for_a_tool_that_is_not_offered(
 ) -> None:
     chat = make_chat(tools=[])
     reply = await chat.send("帮我算一下")
-    assert reply.meta == {"intent": "calculate", "tool_unavailable": "calculator"}
+    assert hints(reply) == {"intent": "calculate", "tool_unavailable": "calculator"}
     assert "pending" not in chat.scratch
 
 
@@ -120,7 +120,7 @@ async def test_unrecognised_text_gets_an_honest_fallback_listing_capabilities(
 ) -> None:
     reply = await chat.send(text)
     assert reply.finish_reason == "stop"
-    assert reply.meta == {"fallback": True}
+    assert hints(reply) == {"fallback": True}
     assert reply.content is not None
     assert reply.content.startswith(opening)
     assert "calculator" in reply.content
@@ -131,7 +131,7 @@ async def test_a_failed_result_is_reported_with_its_error_and_no_invented_answer
     chat: Conversation,
 ) -> None:
     reply = await chat.turn("1除以0等于多少")
-    assert reply.content == "抱歉，没能算出 1/0：division by zero"
+    assert reply.content == "抱歉，没能算出 1/0：division by zero (除数不能为零)"
     assert "last_result" not in chat.scratch
 
 

@@ -7,7 +7,7 @@ import pytest
 from hermes.models.base import ModelResponse
 from hermes.tools.base import ToolResult
 
-from .harness import Conversation, calculator
+from .harness import Conversation, calculator, hints
 
 
 async def test_missing_expression_is_asked_for_in_chinese(chat: Conversation) -> None:
@@ -16,7 +16,7 @@ async def test_missing_expression_is_asked_for_in_chinese(chat: Conversation) ->
     assert response.content.startswith("请问要计算什么？")
     assert response.tool_calls == []
     assert response.finish_reason == "stop"
-    assert response.meta == {"awaiting_slot": "expression", "intent": "calculate"}
+    assert hints(response) == {"awaiting_slot": "expression", "intent": "calculate"}
     assert chat.scratch["pending"]["intent"] == "calculate"
     assert chat.scratch["pending"]["slot"] == "expression"
 
@@ -25,7 +25,7 @@ async def test_missing_expression_is_asked_for_in_english(chat: Conversation) ->
     response = await chat.send("calculate something")
     assert response.content is not None
     assert response.content.startswith("What would you like me to calculate?")
-    assert response.meta == {"awaiting_slot": "expression", "intent": "calculate"}
+    assert hints(response) == {"awaiting_slot": "expression", "intent": "calculate"}
 
 
 async def test_the_next_message_fills_the_pending_slot(chat: Conversation) -> None:
@@ -49,7 +49,7 @@ async def test_an_answer_without_arithmetic_asks_again_and_stays_pending(
 ) -> None:
     await chat.send("帮我算一下")
     response = await chat.send("嗯……让我想想")
-    assert response.meta == {"awaiting_slot": "expression", "intent": "calculate"}
+    assert hints(response) == {"awaiting_slot": "expression", "intent": "calculate"}
     assert chat.scratch["pending"]["slot"] == "expression"
     assert not response.tool_calls
 
@@ -59,7 +59,7 @@ async def test_a_cancel_word_clears_the_pending_slot(chat: Conversation, word: s
     await chat.send("帮我算一下")
     response = await chat.send(word)
     assert "pending" not in chat.scratch
-    assert response.meta == {"intent": "cancel"}
+    assert hints(response) == {"intent": "cancel"}
     assert response.content in ("好的，已取消。", "OK, cancelled.")
     after = await chat.send("3+4")  # no longer an answer, but still a calculation
     assert after.tool_calls[0].arguments == {"expression": "3+4"}
@@ -85,14 +85,14 @@ async def test_a_message_for_another_intent_abandons_the_pending_slot(
 async def test_a_greeting_while_pending_is_answered_as_a_greeting(chat: Conversation) -> None:
     await chat.send("帮我算一下")
     response = await chat.send("你好")
-    assert response.meta == {"intent": "greeting"}
+    assert hints(response) == {"intent": "greeting"}
     assert "pending" not in chat.scratch
 
 
 async def test_asking_again_for_the_same_intent_keeps_asking(chat: Conversation) -> None:
     await chat.send("帮我算一下")
     response = await chat.send("帮我算算")
-    assert response.meta == {"awaiting_slot": "expression", "intent": "calculate"}
+    assert hints(response) == {"awaiting_slot": "expression", "intent": "calculate"}
 
 
 async def test_a_pending_slot_for_an_intent_that_no_longer_exists_is_dropped(
@@ -100,7 +100,7 @@ async def test_a_pending_slot_for_an_intent_that_no_longer_exists_is_dropped(
 ) -> None:
     chat.scratch["pending"] = {"intent": "vanished", "slot": "x", "slots": {}, "lang": "en"}
     response = await chat.send("blorp")
-    assert response.meta == {"fallback": True}
+    assert hints(response) == {"fallback": True}
     assert "pending" not in chat.scratch
 
 

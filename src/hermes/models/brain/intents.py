@@ -9,6 +9,7 @@ so a bad file fails when Hermes starts, not in the middle of a conversation.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,8 +33,12 @@ from hermes.models.brain.schema import IntentFileSpec, IntentSpec, LocalizedText
 
 DEFAULTS_NAME = "<default intents.yaml>"
 #: Reply fields every tool-less intent may use besides its slots.
-REPLY_BUILTIN_FIELDS = frozenset({"capabilities", "examples"})
+REPLY_BUILTIN_FIELDS = frozenset({"capabilities", "examples", "abilities"})
+#: Suffixes of a slot's name a tool-less reply may also use: ``{place_de}`` is "上海的" and
+#: ``{place_in}`` is " in Paris" when ``place`` is filled, and empty when it is not.
+SLOT_PHRASE_SUFFIXES = ("_de", "_in")
 ERROR_REPLY_FIELDS = frozenset({"tool", "error", "error_type"})
+CALCULATION_FIELDS = frozenset({"shown"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,13 @@ class Slot:
         if self.pattern is None:
             return extract_builtin(self.source, given)
         return extract_by_pattern(self.pattern, self.group, given.text)
+
+    def phrases(self, value: Any, lang: Lang) -> dict[str, str]:
+        """``{<name>_de}`` / ``{<name>_in}`` for a reply (see SLOT_PHRASE_SUFFIXES)."""
+        text = "" if value is None else str(value).strip()
+        if not text:
+            return {f"{self.name}_de": "", f"{self.name}_in": ""}
+        return {f"{self.name}_de": f"{text}的", f"{self.name}_in": f" in {text}"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +89,14 @@ class Intent:
     examples: Mapping[Lang, tuple[str, ...]]
     cancel: bool
     origin: str
+    #: By error type, tried before ``error_reply`` (also ``tool_unavailable``, ``user_required``).
+    error_replies: Mapping[str, LocalizedText] = dataclasses.field(default_factory=dict)
+    #: The reply when the tool's output lists nothing (no files, no notes, no memories).
+    empty_reply: LocalizedText | None = None
+    #: The whole message is one request (a shell command, a note's text): it is not split.
+    whole: bool = False
+    #: Without a user id the brain refuses (``user_required``) instead of calling the tool.
+    needs_user: bool = False
 
     def match(self, text: str) -> re.Match[str] | None:
         """The first pattern match in ``text``, or ``None``."""
@@ -88,6 +108,16 @@ class Intent:
 
     def slot(self, name: str) -> Slot | None:
         return next((slot for slot in self.slots if slot.name == name), None)
+
+    @property
+    def calculates(self) -> bool:
+        """Whether a slot reads arithmetic (``from: expression``): the brain then reads the
+        whole message as calculations (several, follow-ups, exact values)."""
+        return any(slot.source == "expression" for slot in self.slots)
+
+    def error_text(self, error_type: str) -> LocalizedText | None:
+        """The reply for a failure of ``error_type``: by type, else ``error_reply``."""
+        return self.error_replies.get(error_type) or self.error_reply
 
     def arguments(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Tool arguments from slot values; an argument whose slot is unfilled is left out."""
@@ -205,9 +235,19 @@ def _compile_intent(spec: IntentSpec, key: str, origin: str) -> Intent:
     if spec.tool is None and spec.args is not None:
         raise ConfigError("args need a tool to pass them to", key=f"{key}.args", file=origin)
     known = set(slot_names)
-    reply_fields = None if spec.tool else known | REPLY_BUILTIN_FIELDS  # None: any output field
+    phrase_fields = {name + suffix for name in slot_names for suffix in SLOT_PHRASE_SUFFIXES}
+    # None: any output field
+    reply_fields = None if spec.tool else known | phrase_fields | REPLY_BUILTIN_FIELDS
     _check_text(spec.reply, reply_fields, f"{key}.reply", origin)
-    _check_text(spec.error_reply, known | ERROR_REPLY_FIELDS, f"{key}.error_reply", origin)
+    # A calculation's replies may also show the arithmetic as the user wrote it ({shown}).
+    error_fields = known | ERROR_REPLY_FIELDS
+    if any(slot.source == "expression" for slot in slots):
+        error_fields |= CALCULATION_FIELDS
+    _check_text(spec.error_reply, error_fields, f"{key}.error_reply", origin)
+    for error_type, text in spec.error_replies.items():
+        _check_text(text, error_fields, f"{key}.error_replies.{error_type}", origin)
+    if spec.empty_reply is not None and spec.tool is None:
+        raise ConfigError("empty_reply needs a tool", key=f"{key}.empty_reply", file=origin)
     for i, slot_spec in enumerate(spec.slots):
         _check_text(slot_spec.ask, known, f"{key}.slots[{i}].ask", origin)
     examples = spec.examples
@@ -227,6 +267,10 @@ def _compile_intent(spec: IntentSpec, key: str, origin: str) -> Intent:
         },
         cancel=spec.cancel,
         origin=origin,
+        error_replies=dict(spec.error_replies),
+        empty_reply=spec.empty_reply,
+        whole=spec.whole,
+        needs_user=spec.needs_user,
     )
 
 

@@ -21,8 +21,14 @@ An intent file is YAML::
           zh: "{expression} = {result}"   # (+ slots, {summary}, {output}, {tool});
           en: "{expression} = {result}"   # without: with slots, {capabilities}, {examples}
         error_reply: {zh: ..., en: ...}   # optional; fields {tool}, {error}, {error_type}
+        error_replies:              # optional: by error type, tried before error_reply; also
+          invalid_arguments: {...}  # tool_unavailable (the tool is not offered) and
+                                    # user_required (needs_user and no user id)
+        empty_reply: {zh: ..., en: ...}   # optional: the output lists nothing
         examples: {zh: [15乘以27等于多少？], en: [what is 15 times 27]}  # shown in help
         cancel: false               # true: this intent clears a pending question
+        whole: false                # true: the message is one request (a command, a note)
+        needs_user: false           # true: refused (user_required) without a user id
 
 ``description``, ``reply``, ``ask`` and ``error_reply`` take ``zh`` and/or ``en``; a missing
 language falls back to the other one.
@@ -106,8 +112,12 @@ class IntentSpec(_Strict):
     args: dict[str, Any] | None = None
     reply: LocalizedText | None = None
     error_reply: LocalizedText | None = None
+    error_replies: dict[Identifier, LocalizedText] = Field(default_factory=dict)
+    empty_reply: LocalizedText | None = None
     examples: LocalizedExamples | None = None
     cancel: bool = False
+    whole: bool = False
+    needs_user: bool = False
 
 
 class IntentFileSpec(_Strict):
