@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from hermes.errors import ToolArgumentError
 from hermes.models.base import ToolCall
 from hermes.tools import BUILTIN_TOOLS, ToolContext, ToolRegistry, execute_tool_call
-from hermes.tools.builtin.clock import local_timezone, resolve_timezone, time_in
+from hermes.tools.builtin import clock
+from hermes.tools.builtin.clock import (
+    DEFAULT_TIMEZONE_KEY,
+    default_timezone,
+    local_timezone,
+    resolve_timezone,
+    time_in,
+)
 
 # 2024-05-01 06:30:00 UTC, a Wednesday.
 NOON_ISH = datetime(2024, 5, 1, 6, 30, tzinfo=UTC)
@@ -152,3 +160,34 @@ async def test_unknown_zone_through_the_executor_is_invalid_arguments() -> None:
     assert result.error is not None
     assert result.error.type == "invalid_arguments"
     assert "unknown time zone 'Gotham'" in result.error.message
+
+
+async def test_without_a_zone_the_configured_default_zone_is_used_and_named() -> None:
+    registry = ToolRegistry([BUILTIN_TOOLS["current_time"]])
+    ctx = ToolContext(extras={DEFAULT_TIMEZONE_KEY: "Asia/Kolkata"})
+    result = await execute_tool_call(registry, ToolCall("c1", "current_time", {}), ctx)
+    assert result.ok is True
+    assert result.output["timezone"] == "Asia/Kolkata"
+    assert result.output["zone_source"] == "configured"
+    named = await execute_tool_call(
+        registry, ToolCall("c2", "current_time", {"timezone": "东京"}), ctx
+    )
+    assert named.output["timezone"] == "Asia/Tokyo"  # a named place wins over the default
+    assert "zone_source" not in named.output
+
+
+@pytest.mark.parametrize(
+    ("host", "source", "zone"),
+    [
+        ((ZoneInfo("Asia/Shanghai"), "Asia/Shanghai", True), "host", "Asia/Shanghai"),
+        ((ZoneInfo("Etc/UTC"), "Etc/UTC", True), "host_utc", "Etc/UTC"),
+        ((ZoneInfo("Asia/Shanghai"), "CST", False), "utc_fallback", "UTC"),
+    ],
+)
+def test_the_default_zone_says_where_it_came_from(
+    monkeypatch: pytest.MonkeyPatch, host: tuple[object, str, bool], source: str, zone: str
+) -> None:
+    monkeypatch.setattr(clock, "_host_timezone", lambda: host)
+    out = time_in(None, now=NOON_ISH)
+    assert (out["timezone"], out["zone_source"]) == (zone, source)
+    assert default_timezone("Europe/Paris")[1:] == ("Europe/Paris", "configured")

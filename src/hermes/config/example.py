@@ -39,6 +39,10 @@ agent:
   max_message_chars: 100000
   summary_min_backlog: 8
   max_unknown_tools: 3      # hallucinated tool names before the turn stops
+  default_user: null        # user of `hermes run/chat` and `hermes memory` without --user;
+                            # null: the OS account name (else "local") / 命令行默认用户
+  timezone: null            # IANA zone for "what time is it" with no place, e.g. Asia/Shanghai;
+                            # null: this machine's zone (else UTC) / 默认时区
 
 store:
   path: .hermes/hermes.db   # SQLite; relative to the directory Hermes runs in

@@ -14,8 +14,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from hermes.config.checks import check_scopes
+from hermes.config.local import check_timezone, os_user_id
 from hermes.config.mcp import ServerConfig, parse_mcp_servers
 from hermes.config.urls import http_url
+from hermes.errors import InvalidIdError
+from hermes.session.ids import validate_user_id
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
@@ -78,6 +81,32 @@ class AgentConfig(_Section):
     summary_min_backlog: int = Field(default=8, ge=1)
     #: Hallucinated tool names in one turn before it stops (seed 002 §4.2: three).
     max_unknown_tools: int = Field(default=3, ge=1)
+    #: The user of CLI turns and memory commands given no ``--user`` (DESIGN); ``None``: the
+    #: OS account name made a valid user id, else ``local`` (see :attr:`default_user_id`).
+    default_user: str | None = None
+    #: The IANA zone the brain and the clock use when a message names none; ``None``: this
+    #: machine's zone, else UTC (and the answer says so).
+    timezone: str | None = None
+
+    @field_validator("default_user")
+    @classmethod
+    def _check_default_user(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return validate_user_id(value)
+        except InvalidIdError as exc:  # a ValueError for pydantic, so the key is named
+            raise ValueError(exc.message) from None
+
+    @property
+    def default_user_id(self) -> str:
+        """``default_user``, else the OS account name made a valid user id, else ``local``."""
+        return self.default_user or os_user_id()
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_timezone(cls, value: str | None) -> str | None:
+        return None if value is None or not value.strip() else check_timezone(value.strip())
 
 
 class StoreConfig(_Section):

@@ -5,6 +5,13 @@ Accepts IANA names (``Asia/Tokyo``, any letter case), UTC/GMT offsets (``UTC+8``
 ``New York``, ``日本``). Countries spanning several zones map to their capital's or largest
 city's zone, and the answer always names the zone used. Zone data comes from the system or,
 where the system has none, from the ``tzdata`` package.
+
+Without a ``timezone`` the default zone is used: ``agent.timezone`` (DESIGN "Public contracts",
+passed to the tool as ``ToolContext.extras["timezone"]``), else the zone this machine is
+configured with, else UTC. The output then says where that zone came from in
+``zone_source``: ``configured`` (agent.timezone), ``host``, ``host_utc`` (the machine's zone is
+UTC, which is rarely what a person asking "what time is it" has in mind) or ``utc_fallback``
+(the machine names no zone at all).
 """
 
 from __future__ import annotations
@@ -19,9 +26,28 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from hermes.errors import FieldProblem, ToolArgumentError
+from hermes.tools.base import ToolContext
 from hermes.tools.decorator import tool
 
-__all__ = ["current_time", "resolve_timezone", "time_in"]
+__all__ = [
+    "DEFAULT_TIMEZONE_KEY",
+    "current_time",
+    "default_timezone",
+    "resolve_timezone",
+    "time_in",
+]
+
+#: The ``ToolContext.extras`` key of the default zone (``agent.timezone``), an IANA name.
+DEFAULT_TIMEZONE_KEY = "timezone"
+#: Zone names that are UTC under another spelling.
+_UTC_NAMES = frozenset(
+    name.casefold()
+    for name in (
+        "UTC", "Etc/UTC", "Etc/UCT", "UCT", "Zulu", "Etc/Zulu", "Universal", "Etc/Universal",
+        "GMT", "Etc/GMT", "Etc/GMT+0", "Etc/GMT-0", "Etc/GMT0", "GMT0", "Etc/Greenwich",
+        "Greenwich",
+    )
+)  # fmt: skip
 
 _WEEKDAYS_ZH = ("星期一", "星期二", "星期三", "星期四", "星期五", "星期六", "星期日")
 
@@ -264,6 +290,13 @@ def _format_offset(delta: timedelta | None) -> str:
 @functools.cache
 def local_timezone() -> tuple[tzinfo, str]:
     """This machine's zone and its name (IANA when it can be found, else the abbreviation)."""
+    zone, name, _configured = _host_timezone()
+    return zone, name
+
+
+@functools.cache
+def _host_timezone() -> tuple[tzinfo, str, bool]:
+    """This machine's zone, its name, and whether the machine names one at all."""
     configured = os.environ.get("TZ", "").lstrip(":")
     candidates = [configured] if configured else []
     # Not every system has /etc/timezone; /etc/localtime is tried next.
@@ -276,22 +309,44 @@ def local_timezone() -> tuple[tzinfo, str]:
             candidates.append(target.split("zoneinfo/", 1)[1])
     for candidate in candidates:
         try:
-            return ZoneInfo(candidate), candidate
+            return ZoneInfo(candidate), candidate, True
         except (ZoneInfoNotFoundError, ValueError):
             continue
     zone = datetime.now().astimezone().tzinfo or UTC
-    return zone, datetime.now(zone).tzname() or "local"
+    return zone, datetime.now(zone).tzname() or "local", localtime.exists()
 
 
-def time_in(timezone_name: str | None = None, *, now: datetime | None = None) -> dict[str, Any]:
-    """The fields of :func:`current_time` for a zone (``None`` or blank: local) at ``now`` (default:
-    the current instant; an aware datetime, used by tests)."""
-    # A blank name is what a model sends for "no preference": the local zone, like None.
+def default_timezone(configured: str | None = None) -> tuple[tzinfo, str, str]:
+    """The zone used when a question names none: ``configured`` (``agent.timezone``), else
+    this machine's, else UTC — with where it came from (see the module docstring)."""
+    if configured is not None and configured.strip():
+        zone, name = resolve_timezone(configured)
+        return zone, name, "configured"
+    zone, name, named = _host_timezone()
+    if not named:
+        return UTC, "UTC", "utc_fallback"
+    return zone, name, "host_utc" if name.casefold() in _UTC_NAMES else "host"
+
+
+def time_in(
+    timezone_name: str | None = None,
+    *,
+    now: datetime | None = None,
+    default: str | None = None,
+) -> dict[str, Any]:
+    """The fields of :func:`current_time` for a zone (``None`` or blank: the default zone —
+    ``default``, else this machine's — with ``zone_source``) at ``now`` (default: the current
+    instant; an aware datetime, used by tests)."""
+    # A blank name is what a model sends for "no preference": the default zone, like None.
     blank = timezone_name is None or not timezone_name.strip()
-    zone, name = local_timezone() if blank else resolve_timezone(timezone_name or "")
+    source = None
+    if blank:
+        zone, name, source = default_timezone(default)
+    else:
+        zone, name = resolve_timezone(timezone_name or "")
     moment = (now or datetime.now(UTC)).astimezone(zone)
     offset = _format_offset(moment.utcoffset())
-    return {
+    fields = {
         "timezone": name,
         "iso": moment.isoformat(timespec="seconds"),
         "date": moment.date().isoformat(),
@@ -300,6 +355,9 @@ def time_in(timezone_name: str | None = None, *, now: datetime | None = None) ->
         "weekday_zh": _WEEKDAYS_ZH[moment.weekday()],
         "utc_offset": offset,
     }
+    if source is not None:
+        fields["zone_source"] = source
+    return fields
 
 
 def _summary(out: dict[str, Any]) -> str:
@@ -310,13 +368,15 @@ def _summary(out: dict[str, Any]) -> str:
 
 
 @tool(summary=_summary, timeout=5.0)
-async def current_time(timezone: str | None = None) -> dict[str, Any]:
+async def current_time(timezone: str | None = None, *, ctx: ToolContext) -> dict[str, Any]:
     """Get the current date, time and weekday in a time zone.
 
     Args:
         timezone: An IANA zone ("Asia/Shanghai"), a UTC offset ("UTC+8") or a city or country
-            name ("北京", "New York", "Tokyo"). Omit it for the server's local time zone.
+            name ("北京", "New York", "Tokyo"). Omit it for the configured default zone
+            (agent.timezone, else the server's own).
     """
     # Async on purpose: zone files are cached by zoneinfo after the first load, so this is a
     # few microseconds of work that does not need a worker thread.
-    return time_in(timezone)
+    configured = ctx.extras.get(DEFAULT_TIMEZONE_KEY)
+    return time_in(timezone, default=configured if isinstance(configured, str) else None)
