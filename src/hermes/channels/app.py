@@ -46,7 +46,12 @@ ConfigOption = Annotated[
     ),
 ]
 SessionOption = Annotated[str | None, typer.Option("--session", "-s", help="Session id.")]
-UserOption = Annotated[str | None, typer.Option("--user", "-u", help="User id.")]
+UserOption = Annotated[
+    str | None,
+    typer.Option(
+        "--user", "-u", help="User id (default: agent.default_user, the OS account name)."
+    ),
+]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 
 

@@ -22,7 +22,14 @@ from rich.text import Text
 from hermes.agent.agent import Agent
 from hermes.agent.events import ModelCallStarted, ToolCallFinished, ToolCallStarted, TurnFinished
 from hermes.agent.result import RunResult
-from hermes.channels.app import SessionOption, UserOption, app, open_agent, run_async
+from hermes.channels.app import (
+    SessionOption,
+    UserOption,
+    app,
+    loaded_config,
+    open_agent,
+    run_async,
+)
 from hermes.channels.output import err, fail, note, out, report_error
 from hermes.errors import HermesError
 from hermes.session.ids import new_session_id, validate_session_id, validate_user_id
@@ -103,7 +110,10 @@ def chat(session: SessionOption = None, user: UserOption = None) -> None:
     try:
         session_id = new_session_id() if session is None else validate_session_id(session)
         user_id = None if user is None else validate_user_id(user)
-        agent = open_agent()
+        loaded = loaded_config()
+        # No --user: the local default user (agent.default_user), so memory works out of the box.
+        user_id = user_id or loaded.config.agent.default_user_id
+        agent = open_agent(loaded)
     except HermesError as exc:
         fail(exc)
     out.print(
@@ -113,6 +123,8 @@ def chat(session: SessionOption = None, user: UserOption = None) -> None:
             (agent.model.name, "cyan"),
             " · session ",
             (session_id, "cyan"),
+            " · user ",
+            (user_id, "cyan"),
         )
     )
     note("输入 /exit 退出 · type /exit to leave")

@@ -1,14 +1,16 @@
 """``hermes memory``: a user's long-term memories — add, search, list, forget, export, upkeep.
 
-    hermes memory add --user U TEXT [--kind K] [--sensitive|--not-sensitive] [--topic T] [--json]
-    hermes memory search --user U QUERY [--limit N] [--json]
-    hermes memory list --user U [--all] [--limit N] [--json]
-    hermes memory forget --user U ID [--json]      hermes memory forget --user U --all --yes
-    hermes memory export --user U [--output FILE]
+    hermes memory add [--user U] TEXT [--kind K] [--sensitive|--not-sensitive] [--topic T] [--json]
+    hermes memory search [--user U] QUERY [--limit N] [--json]
+    hermes memory list [--user U] [--all] [--limit N] [--json]
+    hermes memory forget [--user U] ID [--json]    hermes memory forget [--user U] --all --yes
+    hermes memory export [--user U] [--output FILE]
     hermes memory upkeep [--user U] [--dry-run] [--json]
 
 The store is ``memory.db`` beside the session database (``hermes.memory.open``). Every command
-works on the memories of ``--user`` only: another user's memory id is "not found".
+works on the memories of ``--user`` only (default: ``agent.default_user``, the OS account name
+made a user id — the user ``hermes chat`` and ``hermes run`` use): another user's memory id is
+"not found".
 
 - ``add`` keeps TEXT as written, as an *explicit* memory (the user asked for it: upkeep never
   demotes or deletes it for going unrecalled). ``--kind`` defaults to what the offline
@@ -91,7 +93,13 @@ memory_app = typer.Typer(
 app.add_typer(memory_app, name="memory")
 
 UserRequired = Annotated[
-    str, typer.Option("--user", "-u", help="Whose memories (a user id). / 用户 ID。")
+    str | None,
+    typer.Option(
+        "--user",
+        "-u",
+        help="Whose memories (a user id; default: agent.default_user, the OS account name). "
+        "/ 用户 ID（默认 agent.default_user）。",
+    ),
 ]
 LimitOption = Annotated[int, typer.Option("--limit", "-n", min=1, max=10_000, help="At most N.")]
 
@@ -100,7 +108,7 @@ LimitOption = Annotated[int, typer.Option("--limit", "-n", min=1, max=10_000, he
 def memory_add(
     text: Annotated[str, typer.Argument(help="What to remember, as the user would say it.")],
     *,
-    user: UserRequired,
+    user: UserRequired = None,
     kind: Annotated[
         str | None,
         typer.Option("--kind", "-k", help="preference, fact, habit or event (default: guessed)."),
@@ -118,7 +126,7 @@ def memory_add(
 ) -> None:
     """Remember TEXT for a user. / 为用户记住一条信息。"""
     try:
-        user_id = validate_user_id(user)
+        user_id = _user_id(user)
         content = validate_content(text)
         chosen: MemoryKind = validate_kind(kind) if kind is not None else _guess_kind(content)
         detected = _detect_sensitive(content)
@@ -155,13 +163,13 @@ def memory_add(
 @memory_app.command("search")
 def memory_search(
     query: Annotated[str, typer.Argument(help="What to look for (any language).")],
-    user: UserRequired,
+    user: UserRequired = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100, help="At most N.")] = 5,
     as_json: JsonFlag = False,
 ) -> None:
     """Search a user's memories, best first. / 搜索用户的记忆（最相关的在前）。"""
     try:
-        user_id = validate_user_id(user)
+        user_id = _user_id(user)
         if not query.strip():
             raise InvalidInputError("the search query is empty / 搜索内容为空")
         text = query[:_MAX_QUERY_CHARS]
@@ -182,6 +190,13 @@ def memory_search(
     for hit in hits:
         r = hit.record
         write_text(f"{hit.score:.2f}  {r.id}  {r.kind:<10}  {_one_line(r.content)}")
+
+
+def _user_id(user: str | None) -> str:
+    """``--user`` checked, or the configured ``agent.default_user`` when it is absent."""
+    if user is not None:
+        return validate_user_id(user)
+    return loaded_config().config.agent.default_user_id
 
 
 async def _search(store: MemoryStore, user_id: str, text: str, limit: int) -> list[MemoryHit]:
@@ -205,7 +220,7 @@ async def _search(store: MemoryStore, user_id: str, text: str, limit: int) -> li
 
 @memory_app.command("list")
 def memory_list(
-    user: UserRequired,
+    user: UserRequired = None,
     everything: Annotated[
         bool, typer.Option("--all", "-a", help="Also superseded and expired history.")
     ] = False,
@@ -214,7 +229,7 @@ def memory_list(
 ) -> None:
     """List a user's memories, newest first. / 列出用户的记忆（最新的在前）。"""
     try:
-        user_id = validate_user_id(user)
+        user_id = _user_id(user)
         store = _open_existing(loaded_config())
         records = (
             []
@@ -244,7 +259,7 @@ def memory_list(
 
 @memory_app.command("forget")
 def memory_forget(
-    user: UserRequired,
+    user: UserRequired = None,
     memory_id: Annotated[str | None, typer.Argument(help="The memory's id.")] = None,
     everything: Annotated[
         bool, typer.Option("--all", help="Every memory of the user (needs --yes).")
@@ -254,7 +269,7 @@ def memory_forget(
 ) -> None:
     """Delete one memory, or all of a user's. / 删除一条或全部记忆。"""
     try:
-        user_id = validate_user_id(user)
+        user_id = _user_id(user)
         target = _forget_target(memory_id, everything, yes)
         loaded = _configured(log=True)
         store = _open_existing(loaded)
@@ -318,14 +333,14 @@ async def _forget_user(loaded: LoadedConfig, store: MemoryStore, user_id: str) -
 
 @memory_app.command("export")
 def memory_export(
-    user: UserRequired,
+    user: UserRequired = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")
     ] = None,
 ) -> None:
     """Print every memory of a user, with history, as JSON. / 导出用户的全部记忆（JSON）。"""
     try:
-        user_id = validate_user_id(user)
+        user_id = _user_id(user)
         store = _open_existing(loaded_config())
         memories = (
             [] if store is None else run_async(lambda: _closing(store, lambda s: s.export(user_id)))

@@ -71,6 +71,8 @@ def _run_turn(text: str, session: str | None, user: str | None) -> RunResult:
     session_id = None if session is None else validate_session_id(session)
     user_id = None if user is None else validate_user_id(user)
     loaded = loaded_config()
+    if user_id is None:  # no --user: the local default user, so memory works out of the box
+        user_id = loaded.config.agent.default_user_id
     limit = loaded.config.agent.max_message_chars
     message = read_stdin_text(limit) if text == STDIN_MARKER else argument_text(text)
     agent = open_agent(loaded)
