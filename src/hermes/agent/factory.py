@@ -14,6 +14,7 @@ from hermes.session.open import open_store
 from hermes.session.summary import ModelSummarizer
 from hermes.tools.audit import AuditLog
 from hermes.tools.base import Tool
+from hermes.tools.builtin.clock import DEFAULT_TIMEZONE_KEY
 from hermes.tools.permissions import Authorizer
 from hermes.tools.plugins import load_plugins
 
@@ -84,6 +85,8 @@ def build_agent(
     # File tools must never rewrite what configures or extends Hermes (issue 3 review).
     protected = [loaded.source, _plugins_path(loaded)]
     agent.tool_extras["protected_paths"] = [str(p) for p in protected if p is not None]
+    if loaded.config.agent.timezone is not None:  # the clock's zone when a message names none
+        agent.tool_extras[DEFAULT_TIMEZONE_KEY] = loaded.config.agent.timezone
     return agent
 
 
@@ -172,9 +175,7 @@ def build_memory(
         threshold=mc.threshold,
         upkeep_interval=None if hours is None else hours * 3600.0,
         upkeep_policy=UpkeepPolicy.from_config(mc),
-        # The offline rule brain has no intents for remember/recall/forget (its rules extract
-        # "记住…" after the turn instead): offering the tools would only list them in its help.
-        offer_tools=not isinstance(model, RuleBrain),
+        # The offline rule brain calls remember / recall_memories from its own intents.
     )
 
 

@@ -167,7 +167,9 @@ async def _store_reply(rt: Runtime, turn: TurnState, ending: Ending, text: str) 
     )
     (stored,) = await turn.append(rt.store, [reply_item])
     if tm is not None:
-        memory_step.learn_later(tm, turn, text)  # in the background: the reply does not wait
+        # In the background (the reply does not wait); from nothing the model said it did not
+        # take in (the rule brain's "didn't understand" must not keep the message silently).
+        memory_step.learn_later(tm, turn, text if ending.learn else "")
     return stored
 
 
@@ -324,7 +326,10 @@ async def _iterate(
         response = await _call_model(rt, turn, messages, specs, iteration)
         if not response.tool_calls:
             reply = response.content or texts.say("empty_reply", turn.chinese)
-            return Ending(reply, awaiting_slot=bool(response.meta.get("awaiting_slot")))
+            awaiting = bool(response.meta.get("awaiting_slot"))
+            return Ending(
+                reply, awaiting_slot=awaiting, learn=response.meta.get("learn") is not False
+            )
         added = await _tool_step(rt, turn, response, messages=messages, steps=steps, ctx=ctx)
         if turn.proposal is not None:
             return Ending(ask_text(turn.proposal, rt.tools, turn.chinese))

@@ -12,6 +12,7 @@ from hermes.agent.approvals import PendingApproval
 from hermes.agent.events import AgentEvent
 from hermes.agent.result import ToolCallRecord, TurnOutcome
 from hermes.models.base import Model, ToolSpec
+from hermes.models.brain import RuleBrain
 from hermes.session.fsm import ConversationState, StateMachineSpec
 from hermes.session.items import Item, SessionState
 from hermes.session.store import Store
@@ -81,12 +82,15 @@ class Runtime:
         authorizer = (
             self.authorizer if self.authorizer is not None and self.authorizer.enabled else None
         )
-        if authorizer is None and (self.toolsets is None or len(self.tools) <= self.toolset_limit):
+        # The rule brain reads no schemas (the token cost §6.3 saves is not there) and must
+        # see every tool its intents can reach, whatever the message says.
+        toolsets = None if isinstance(self.model, RuleBrain) else self.toolsets
+        if authorizer is None and (toolsets is None or len(self.tools) <= self.toolset_limit):
             return self.tools.specs()  # the common case: all tools, a cached list
         tools = list(self.tools)
-        if self.toolsets is not None:
+        if toolsets is not None:
             allowed = None if authorizer is None else (lambda t: authorizer.allowed(user_id, t))
-            tools = self.toolsets.select(message, self.toolset_limit, allowed=allowed)
+            tools = toolsets.select(message, self.toolset_limit, allowed=allowed)
         elif authorizer is not None:
             tools = authorizer.filter_tools(user_id, tools)
         return self.tools.specs([t.name for t in tools])
@@ -146,3 +150,5 @@ class Ending:
     outcome: TurnOutcome = "ok"
     error: dict[str, str] | None = None
     awaiting_slot: bool = False
+    #: False when the model said memory must not learn from the message (``meta["learn"]``).
+    learn: bool = True

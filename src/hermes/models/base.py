@@ -77,7 +77,8 @@ class ModelResponse:
 
     ``meta`` carries optional hints for the loop, e.g. ``{"awaiting_slot": "expression"}`` when
     the model asked the user for a missing parameter (the session then enters
-    ``collecting_parameters``).
+    ``collecting_parameters``), or ``{"learn": False}`` when memory must not learn from the
+    user's message (the reply did not acknowledge anything to remember).
     """
 
     content: str | None = None
