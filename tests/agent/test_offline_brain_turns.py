@@ -85,3 +85,20 @@ async def test_memory_learns_nothing_from_a_message_the_brain_did_not_understand
     finally:
         await agent.aclose()
         await memory.aclose()
+
+
+async def test_run_this_command_goes_through_the_approval_and_is_phrased_after_it(
+    tmp_path: Path,
+) -> None:
+    agent = Agent(tools=["shell"], store=tmp_path / "h.db", workspace=tmp_path)
+    try:
+        asked = await agent.run("运行命令：echo hi", session_id="brain-turn-0004")
+        assert asked.state == "awaiting_confirmation"
+        assert "`echo hi`" in asked.reply
+        done = await agent.run("确认", session_id="brain-turn-0004")
+    finally:
+        await agent.aclose()
+    assert done.reply == "命令 `echo hi` 的退出码是 0：\nhi"
+    assert [(c.name, c.arguments, c.ok) for c in done.tool_calls] == [
+        ("shell", {"command": "echo hi"}, True)
+    ]

@@ -29,6 +29,7 @@ statement must not keep it silently).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -462,8 +463,9 @@ class RuleBrain:
         for message in results:
             call_id = message.get("tool_call_id")
             part = by_id.pop(call_id, None) if isinstance(call_id, str) else None
-            if part is None:
-                part = {"kind": "call", "tool": _tool_name(request.messages, message)}
+            if part is None:  # a call the brain did not plan now (an approved one, a lost scratch)
+                name, arguments = _call_of(request.messages, message)
+                part = {"kind": "call", "tool": name, "slots": arguments}
                 extra.append(part)
             tool = str(part.get("tool"))
             intent = self._by_name.get(str(part.get("intent")))
@@ -651,11 +653,10 @@ def _trailing_tool_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
     return results
 
 
-def _tool_name(messages: Sequence[Any], result: Mapping[str, Any]) -> str:
-    """The name of the tool a result answers: its ``name``, else the matching assistant call."""
+def _call_of(messages: Sequence[Any], result: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The tool a result answers and the call's arguments (its slots when phrasing it): the
+    result's ``name``, else the matching assistant call's."""
     name = result.get("name")
-    if isinstance(name, str) and name:
-        return name
     call_id = result.get("tool_call_id")
     for message in reversed(messages):
         if not (isinstance(message, dict) and message.get("role") == "assistant"):
@@ -664,5 +665,17 @@ def _tool_name(messages: Sequence[Any], result: Mapping[str, Any]) -> str:
         for call in calls if isinstance(calls, list) else []:
             function = call.get("function") if isinstance(call, dict) else None
             if isinstance(function, dict) and call.get("id") == call_id:
-                return str(function.get("name") or "tool")
-    return "tool"
+                called = str(function.get("name") or "tool")
+                return (name if isinstance(name, str) and name else called), _arguments(function)
+    return (name if isinstance(name, str) and name else "tool"), {}
+
+
+def _arguments(function: Mapping[str, Any]) -> dict[str, Any]:
+    raw = function.get("arguments")
+    if isinstance(raw, dict):
+        return dict(raw)
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
