@@ -40,19 +40,32 @@ _SHOWN_ARGUMENTS_CHARS = 80
 
 DEMO_SCRIPT: list[tuple[str, str]] = [
     ("你好", "A greeting: the offline brain answers in the user's language."),
-    ("你能做什么？", "It lists the tools it really has (no made-up abilities)."),
+    ("你能做什么？", "It lists the tools its intents really reach (no made-up abilities)."),
     ("15乘以27等于多少？", "Intent + slots → a validated call to the calculator tool."),
     ("再加100呢？", "A follow-up resolved against the session's last result (405 + 100)."),
+    (
+        "三点五乘以二，再除以三",
+        "Numbers in words, read exactly; 再 applies in order; 7/3 is rounded, and says so.",
+    ),
     ("帮我算一下", "A missing slot: the session moves to collecting_parameters and asks."),
     ("(3+4)*5", "The next message fills the slot and the call runs."),
-    ("东京现在几点？", "The clock tool with a city name."),
     (
-        "明天上海天气怎么样？",
-        "No weather service is configured: an honest answer, no invented data.",
+        "现在几点？纽约呢？",
+        "Two requests in one message; the default zone is named (agent.timezone).",
     ),
-    ("what is 2 to the power of 10?", "English works too."),
-    ("请记住我住在上海", "Memory: an explicit request is saved to this user's long-term memory."),
-    ("我住在哪里？", "Recall: scoped to this user, injected as background the model may use."),
+    ("东京和伦敦呢？", "A follow-up that swaps the place, for two places at once."),
+    (
+        "上海今天多少度？另外帮我算一下 (25+17)*3",
+        "No weather service: an honest answer for that part, the other part answered.",
+    ),
+    ("帮我订明天晚上7点两个人的位置", "No booking tool: it says so, and what it can do instead."),
+    ("what is a quarter of 80 plus three and a half?", "English number words work too."),
+    ("请记住我住在上海", "Memory: an explicit request, saved for this user — and it says so."),
+    ("我住在哪里？", "Recall: only this user's memories, through the recall tool."),
+    (
+        "我喜欢喝咖啡",
+        "A statement it does not understand is said to be so, and never kept silently.",
+    ),
 ]
 
 

@@ -72,7 +72,8 @@ NO_ABILITIES: dict[Lang, str] = {
     "en": "no tools are available right now, so only small talk",
 }
 OTHER_TOOLS: dict[Lang, str] = {
-    "zh": "另外还配置了 {tools}，但离线助手没有调用它们的说法，需要配置一个模型（model）才能使用。",
+    "zh": "另外还配置了：{tools}（离线助手没有调用这些工具的说法，"
+    "配置一个模型 model 后才能使用）。",
     "en": "Also configured, but only usable with a language model (model in hermes.yaml): {tools}.",
 }
 TOOL_UNAVAILABLE: dict[Lang, str] = {
