@@ -7,10 +7,10 @@ results (real calculator and clock; small stand-ins for memory, notes, files and
 Reported: median, p95 and max of the brain's own time per turn.
 
 Part 2 — whole agent turns, side by side: the same messages (the dialogues that use the
-default tools) through ``Agent.run`` with the rule brain and, interleaved turn by turn, with a
-zero-cost scripted model that makes the same tool calls (``FunctionModel``), both on a SQLite
-store in a temp dir. The difference is what the brain adds to a turn; the ratio is the one
-figure that survives this noisy machine.
+default tools, each in a fresh session) through ``Agent.run`` with the rule brain and,
+interleaved turn by turn, with a zero-cost scripted model that makes the same tool calls and
+gives the same reply (``FunctionModel``), both on a SQLite store in a temp dir. The difference
+is what the brain adds to a turn; the ratio is the one figure that survives this noisy machine.
 
 Run: ``.venv/bin/python bench/brain_turn.py [--rounds N]``.
 """
@@ -110,19 +110,43 @@ async def _brain_turns(brain: RuleBrain, dialogue: dict[str, Any]) -> list[float
     return times
 
 
-def _replay_model(calls: dict[str, list[ToolCall]]) -> FunctionModel:
-    """A zero-cost model that makes, for each message, the calls the brain made for it."""
+def _replay_model(calls: dict[str, tuple[list[ToolCall], str]]) -> FunctionModel:
+    """A zero-cost model that makes, for each message, the calls the brain made for it and
+    then gives the brain's reply (so both agents store and carry the same history)."""
 
     def script(request: ModelRequest) -> ModelResponse:
-        if request.messages[-1]["role"] == "tool":
-            return say("done")
-        text = request.messages[-1]["content"]
-        made = calls.get(text, [])
-        return (
-            ModelResponse(tool_calls=list(made), finish_reason="tool_calls") if made else say("ok")
-        )
+        last_user = next(m for m in reversed(request.messages) if m["role"] == "user")
+        made, reply = calls.get(last_user["content"], ([], "ok"))
+        if request.messages[-1]["role"] == "tool" or not made:
+            return say(reply)
+        return ModelResponse(tool_calls=list(made), finish_reason="tool_calls")
 
     return FunctionModel(script)
+
+
+def _recorded(brain: RuleBrain, text: str) -> tuple[list[ToolCall], str]:
+    """The calls the brain makes for ``text`` in a fresh session, and its reply."""
+    tools = _specs(None)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": text}]
+    scratch: dict[str, Any] = {}
+    response = brain.respond(ModelRequest(list(messages), tools, user_id="alice", scratch=scratch))
+    made = list(response.tool_calls)
+    if not made:
+        return made, response.content or ""
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+        }
+        for c in made
+    ]
+    messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+    for call in made:
+        content = _stand_in(call).to_model_text()
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+    reply = brain.respond(ModelRequest(messages, tools, user_id="alice", scratch=scratch))
+    return made, reply.content or ""
 
 
 async def _agent_round(
@@ -131,7 +155,8 @@ async def _agent_round(
     brain_times, replay_times = [], []
     for index, text in enumerate(texts):
         for agent, sink in ((brain, brain_times), (replay, replay_times)):
-            session = f"bench-brain-{round_no}-{index // 8}"
+            # A fresh session per message: both agents then make exactly the same calls.
+            session = f"bench-brain-{round_no}-{index}"
             started = time.perf_counter()
             await agent.run(text, session_id=session, user_id="alice")
             sink.append(time.perf_counter() - started)
@@ -159,10 +184,7 @@ async def main(rounds: int) -> None:
 
     default = [d for d in dialogues if d.get("tools", "default") == "default" and "user" not in d]
     texts = [turn["say"] for d in default for turn in d["turns"]]
-    calls: dict[str, list[ToolCall]] = {}
-    for text in texts:  # what the brain calls for each message, for the replaying model
-        response = brain.respond(ModelRequest([{"role": "user", "content": text}], _specs(None)))
-        calls[text] = list(response.tool_calls)
+    calls = {text: _recorded(brain, text) for text in texts}  # for the replaying model
     with tempfile.TemporaryDirectory() as tmp:
         with_brain = Agent(store=Path(tmp) / "brain.db")
         replaying = Agent(model=_replay_model(calls), store=Path(tmp) / "replay.db")
