@@ -247,5 +247,7 @@ def _rounded(value: Fraction) -> str:
         # Digits needed to reach the first significant one, plus ROUNDED_DIGITS - 1 more.
         leading = -math.floor(math.log10(magnitude.numerator) - math.log10(magnitude.denominator))
         places = leading + ROUNDED_DIGITS - 1
-    scaled = round(value * 10**places)
-    return format_exact(Fraction(scaled, 10**places)) or "0"
+    scaled = round(abs(value) * 10**places)
+    whole, fraction = divmod(scaled, 10**places)
+    text = f"{whole}.{fraction:0{places}d}".rstrip("0").rstrip(".")
+    return "-" + text if value < 0 and text != "0" else text

@@ -34,7 +34,7 @@ _CONJUNCTION = re.compile(
     re.IGNORECASE,
 )
 _OPENING = re.compile(
-    r"^\s*(?:然后|接着|之后|再|那么|那|and\s+then|then|and)\b\s*[，,]?\s*", re.IGNORECASE
+    r"^\s*(?:然后|接着|之后|再|那么|那|(?:and\s+then|then|and)\b)\s*[，,]?\s*", re.IGNORECASE
 )
 _WEAK = re.compile(r"\s*(?:，|(?<!\d),|,(?!\d))\s*(?:and\s+)?|\s+and\s+", re.IGNORECASE)
 # Joins the things one request is about (纽约和伦敦); two requests only when both sides are.
