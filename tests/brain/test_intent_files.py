@@ -243,3 +243,34 @@ def test_a_missing_intent_file_raises_config_error(tmp_path: Path) -> None:
 def test_config_error_is_json_ready() -> None:
     error = ConfigError("bad", key="intents[0]", file="f.yaml")
     assert json.loads(json.dumps(error.to_dict()))["type"] == "config_error"
+
+
+VAT_YAML = """\
+intents:
+  - name: vat
+    description: {zh: 含税价, en: Price with VAT}
+    priority: 70
+    patterns: ['含税价?|with\\s+vat']
+    tool: calculator
+    slots:
+      - name: amount
+        required: true
+        from: expression
+        ask: {zh: 多少钱？, en: 'How much?'}
+      - name: rate
+        from: '(?:税率|rate)\\s*(?P<rate>\\d+)\\s*%'
+    args:
+      expression: "({amount})*1.13"
+    reply:
+      zh: "{shown} 含税是 {result}（税率 {rate}%）"
+      en: "{shown} with VAT is {result} ({rate}%)"
+"""
+
+
+async def test_a_user_calculation_intent_keeps_its_own_slot_names_and_other_slots(
+    tmp_path: Path, make_chat: Callable[..., Conversation]
+) -> None:
+    chat = make_chat(model=RuleBrain([_write(tmp_path, "vat.yaml", VAT_YAML)]))
+    reply = await chat.turn("一百加二十的含税价，税率 13%")
+    assert chat.calls == [("calculator", {"expression": "(100+20)*1.13"})]
+    assert reply.content == "100+20 含税是 135.6（税率 13%）"

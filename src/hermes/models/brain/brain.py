@@ -42,7 +42,13 @@ from hermes.models.base import ModelRequest, ModelResponse, ToolCall
 from hermes.models.brain import arith, phrases, replies
 from hermes.models.brain.expression import read_arithmetic
 from hermes.models.brain.extractors import SlotInput, extract_timezone
-from hermes.models.brain.intents import Intent, default_intents, load_intent_file, order_intents
+from hermes.models.brain.intents import (
+    Intent,
+    Slot,
+    default_intents,
+    load_intent_file,
+    order_intents,
+)
 from hermes.models.brain.numbers import Number, format_exact
 from hermes.models.brain.phrases import Lang, language_of, render
 from hermes.models.brain.segments import place_follow_up, split_requests
@@ -209,22 +215,25 @@ class RuleBrain:
         if intent.whole and segment.strip() != _last_user_text(plan.request.messages).strip():
             plan.say(phrases.WHOLE_ALONE[plan.lang].format(text=segment), intent.name)
             return
-        if intent.calculates:
-            self._plan_calculation(plan, intent, segment, answering=False)
-            return
         values = dict(carried or {})
         given = SlotInput(segment, match, plan.request.scratch.get("last_result"), False)
         for slot in intent.slots:
+            if slot.source == "expression" and intent.calculates:
+                continue  # read below, every calculation of the segment
             value = slot.extract(given)
             if value is not None:
                 values[slot.name] = value
+        if intent.calculates:
+            arithmetic = _arithmetic_part(intent, segment, match)
+            self._plan_calculation(plan, intent, arithmetic, values, answering=False)
+            return
         self._proceed(plan, intent, values)
 
     def _answer_pending(
         self, plan: _Plan, intent: Intent, pending: dict[str, Any], text: str
     ) -> None:
-        if intent.calculates:
-            self._plan_calculation(plan, intent, text, answering=True)
+        if intent.calculates and intent.slot(pending["slot"]) is _expression_slot(intent):
+            self._plan_calculation(plan, intent, text, dict(pending["slots"]), answering=True)
             return
         values = dict(pending["slots"])
         slot = intent.slot(pending["slot"])
@@ -237,9 +246,18 @@ class RuleBrain:
 
     # -- calculations -----------------------------------------------------------------------
 
-    def _plan_calculation(self, plan: _Plan, intent: Intent, text: str, *, answering: bool) -> None:
-        """Every calculation of ``text``; what could not be read is said, never computed."""
-        if self._refused(plan, intent, {}):
+    def _plan_calculation(
+        self,
+        plan: _Plan,
+        intent: Intent,
+        text: str,
+        values: dict[str, Any],
+        *,
+        answering: bool,
+    ) -> None:
+        """Every calculation of ``text`` (``values``: the intent's other slots); what could not
+        be read is said, never computed."""
+        if self._refused(plan, intent, values):
             return
         lang = plan.lang
         last = _last_value(plan.request.scratch)
@@ -248,8 +266,8 @@ class RuleBrain:
             plan.say(phrases.TOO_LONG[lang], intent.name)
         said = bool(reading.calculations or reading.unreadable or reading.too_long)
         if not said and (answering or not reading.ignored):
-            slot = next(s for s in intent.slots if s.source == "expression")
-            self._proceed(plan, intent, {}, ask=slot.name)  # nothing to calculate: ask
+            slot = _expression_slot(intent)
+            self._proceed(plan, intent, values, ask=slot.name if slot else None)  # ask
             return
         for kind, index in reading.order:  # in the order of the text
             if kind == "unreadable":
@@ -260,21 +278,29 @@ class RuleBrain:
             elif kind == "ignored" and not answering:  # "I have 3 cats", a date: named
                 self._not_understood(plan, reading.ignored[index])
             elif kind == "calculation":
-                self._plan_one_calculation(plan, intent, reading.calculations[index].tree, last)
+                tree = reading.calculations[index].tree
+                self._plan_one_calculation(plan, intent, tree, last, values)
 
     def _plan_one_calculation(
-        self, plan: _Plan, intent: Intent, tree: arith.Node, last: arith.Node | None
+        self,
+        plan: _Plan,
+        intent: Intent,
+        tree: arith.Node,
+        last: arith.Node | None,
+        values: dict[str, Any],
     ) -> None:
         if arith.continues(tree):
             tree = arith.substitute(tree, plan.previous or last or arith.Prev())
         exact = arith.exact_value(tree)
-        values = {
-            "expression": arith.calculator_text(tree),
+        slot = _expression_slot(intent)
+        filled = {
+            **values,
+            "expression" if slot is None else slot.name: arith.calculator_text(tree),
             "shown": arith.display_text(tree),
             "exact": None if exact is None else str(exact),
         }
         plan.previous = tree if exact is None else _number_node(exact)
-        self._proceed(plan, intent, values)
+        self._proceed(plan, intent, filled)
 
     # -- one intent -------------------------------------------------------------------------
 
@@ -512,6 +538,29 @@ def _with_defaults(intent: Intent, fields: dict[str, Any]) -> dict[str, Any]:
     for slot in intent.slots:
         fields.setdefault(slot.name, "")
     return fields
+
+
+def _arithmetic_part(intent: Intent, segment: str, match: re.Match[str]) -> str:
+    """The segment without what is not arithmetic by the intent's own definition: the words of
+    its pattern (a user intent's trigger, "含税价") and what its regex slots took ("税率 13%") —
+    each cut out as a clause boundary, so the rest is read as arithmetic and nothing else."""
+    spans = []
+    trigger = read_arithmetic(match.group(0), has_last=True)
+    if not (trigger.calculations or trigger.unreadable or trigger.bare or trigger.needs_last):
+        spans.append(match.span())  # no arithmetic in what the pattern matched: a trigger
+    for slot in intent.slots:
+        if slot.pattern is not None:
+            found = slot.pattern.search(segment)
+            if found is not None:
+                spans.append(found.span())
+    text = segment
+    for start, end in sorted(spans, reverse=True):
+        text = text[:start] + "，" + text[end:]
+    return text
+
+
+def _expression_slot(intent: Intent) -> Slot | None:
+    return next((slot for slot in intent.slots if slot.source == "expression"), None)
 
 
 def _place_slot(intent: Intent) -> str | None:
