@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from hermes.models.brain import RuleBrain
-from hermes.models.brain.segments import place_follow_up, split_requests
+from hermes.models.brain.segments import (
+    MAX_REQUESTS,
+    MAX_SEPARATORS,
+    place_follow_up,
+    split_requests,
+)
 
 BRAIN = RuleBrain()
 
@@ -68,3 +73,18 @@ def test_what_belongs_together_stays_together(text: str) -> None:
 )
 def test_a_follow_up_that_only_names_a_place(text: str, place: str | None) -> None:
     assert place_follow_up(text) == place
+
+
+def test_a_long_message_is_split_with_a_bounded_number_of_checks() -> None:
+    # Every check reads one piece, and at most MAX_SEPARATORS places are tried per sentence:
+    # a message of a thousand commas costs what a short one does, not a thousand times more.
+    checked: list[str] = []
+
+    def is_request(text: str) -> bool:
+        checked.append(text)
+        return bool(BRAIN._is_request(text))
+
+    parts = split_requests("1+1，" * 1000, is_request)
+    assert len(parts) <= MAX_REQUESTS
+    assert len(checked) <= 4 * MAX_SEPARATORS
+    assert max(len(text) for text in checked) <= 4 * MAX_SEPARATORS * len("1+1，")

@@ -17,6 +17,7 @@ places. :func:`split_requests` cuts a message in three passes:
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 
@@ -26,6 +27,8 @@ __all__ = ["place_follow_up", "split_requests"]
 
 #: More requests than this in one message are not answered one by one (the rest is one part).
 MAX_REQUESTS = 8
+#: Commas and "and"s tried as a cut between two requests, per sentence.
+MAX_SEPARATORS = 24
 
 _STRONG = re.compile(r"[？?！!；;。\n]+|(?<![\d.])\.(?=\s|$)")
 _CONJUNCTION = re.compile(
@@ -92,8 +95,12 @@ def _split_at(
     ``both``, before which one does too)."""
     pieces: list[str] = []
     start = 0
-    for separator in separators.finditer(text):
-        rest = text[separator.end() :]
+    found = list(itertools.islice(separators.finditer(text), MAX_SEPARATORS + 1))
+    for index, separator in enumerate(found[:MAX_SEPARATORS]):
+        # What follows, up to the next separator: each check reads one piece, so a long
+        # message costs linear time, and at most MAX_SEPARATORS places are tried.
+        end = found[index + 1].start() if index + 1 < len(found) else len(text)
+        rest = text[separator.end() : end]
         if not rest.strip() or _CONTINUATION.match(rest) or _inside_a_number(text, separator):
             continue
         head = text[start : separator.start()].strip()
