@@ -61,7 +61,7 @@ _FUNCTIONS = "sqrt|abs|round|floor|ceil|log10|log|exp|sin|cos|tan|min|max"
 _MASTER = re.compile(
     rf"""
     (?P<space>\s+)
-    |(?P<power_n>的?\s*(?P<pow_n>\d+(?:\.\d+)?|[零一二两三四五六七八九十点]+)\s*次(?:方|幂))
+    |(?P<power_n>的?\s*(?P<pow_n>[-负]?(?:\d+(?:\.\d+)?|[零一二两三四五六七八九十点]+))\s*次(?:方|幂))
     |(?P<postfix>的?平方根|的?平方(?![米公厘千分])|的?立方(?![米公厘千分])|\bsquared\b|\bcubed\b)
     |(?P<half>一半)
     |(?P<of>的(?=\s*(?:[\d{_ZH}负]|一半))|\bof\b)
@@ -264,7 +264,7 @@ def _token(match: re.Match[str], depth: int) -> tuple[_Tok | None, int]:
             return None, end
         return _Tok("and" if lowered == "and" else "unk", text, start, end), end
     if kind == "power_n":
-        exponent = read_chinese_number(match.group("pow_n"))
+        exponent = read_chinese_number(match.group("pow_n").replace("-", "负"))
         if exponent is None:
             return _Tok("unk", text, start, end), end
         return _Tok("postfix", exponent.shown, start, end, exponent), end
