@@ -154,7 +154,8 @@ async def _agent_round(
 ) -> tuple[list[float], list[float]]:
     brain_times, replay_times = [], []
     for index, text in enumerate(texts):
-        for agent, sink in ((brain, brain_times), (replay, replay_times)):
+        pair = [(brain, brain_times), (replay, replay_times)]
+        for agent, sink in pair if index % 2 == 0 else pair[::-1]:  # neither always goes first
             # A fresh session per message: both agents then make exactly the same calls.
             session = f"bench-brain-{round_no}-{index}"
             started = time.perf_counter()
