@@ -178,26 +178,27 @@ def test_the_fixed_part_is_kept_even_when_it_exceeds_the_budget():
     assert built.tokens > 10
 
 
-def test_a_last_round_still_over_budget_gets_its_longest_tool_result_shortened():
+def test_a_last_round_still_over_budget_gets_its_newest_tool_result_shortened_to_its_floor():
     huge = "数据" * 5_000
     items = [user("q"), call("c1"), result("c1", "small"), call("c2"), result("c2", huge)]
     built = _build(items, budget=800)
     contents = {m["tool_call_id"]: m["content"] for m in built.messages if m["role"] == "tool"}
     assert contents["c1"] == "small"
-    assert contents["c2"].startswith("数据数据")
-    assert "[truncated:" in contents["c2"]
+    assert contents["c2"].startswith("数据" * 250)  # its first 500 tokens …
+    assert contents["c2"].endswith("数据" * 250)  # … and its last 500
+    assert "characters left out to fit the context" in contents["c2"]
     assert len(contents["c2"]) < len(huge)
     assert built.truncated == 1
-    assert built.tokens <= 800
     assert built.tokens == messages_tokens(built.messages)
 
 
-def test_truncation_stops_at_a_minimum_length():
+def test_truncation_stops_at_the_floor_of_the_newest_result():
     items = [user("q" * 4_000), call("c1"), result("c1", "r" * 5_000)]
     built = _build(items, budget=50)
     (tool,) = [m for m in built.messages if m["role"] == "tool"]
-    assert tool["content"].startswith("r" * 200)
-    assert "[truncated: 200 of 5000 characters shown]" in tool["content"]
+    assert tool["content"].startswith("r" * 2_000)
+    assert tool["content"].endswith("r" * 2_000)
+    assert "[… 1000 of 5000 characters left out to fit the context …]" in tool["content"]
 
 
 # -- the property -----------------------------------------------------------------------------

@@ -8,8 +8,9 @@ seed 001 §2.3: OpenAI-style APIs reject a request where an assistant ``tool_cal
 not followed by one tool message per call, or where a tool message has no call before it.
 Trimming breaks such pairs, so the builder always repairs them: a missing result becomes a
 synthetic ``missing_result`` error, a result without its call is dropped, and results follow
-their calls in call order. Budget trimming then drops whole rounds, which never splits a call
-from its result.
+their calls in call order. Over budget, :mod:`hermes.session.fitting` then gives way in its
+order of sacrifice — older results to their summaries, whole older rounds, this turn's earlier
+results, and this turn's newest result last — which never splits a call from its result.
 """
 
 from __future__ import annotations
@@ -18,8 +19,21 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from hermes.session.fitting import FRESH_FLOOR_TOKENS, fit
 from hermes.session.items import ContextSlice, Item
-from hermes.session.tokens import REPLY_PRIMING, count_tokens, message_tokens
+from hermes.session.sticky import STICKY_HEADER, sticky_line
+from hermes.session.tokens import REPLY_PRIMING, message_tokens
+
+__all__ = [
+    "DEFAULT_ROUNDS",
+    "FRESH_FLOOR_TOKENS",
+    "MISSING_RESULT",
+    "STICKY_HEADER",
+    "SUMMARY_HEADER",
+    "BuiltContext",
+    "build_messages",
+    "fit_messages",
+]
 
 Message = dict[str, Any]
 
@@ -27,7 +41,6 @@ Message = dict[str, Any]
 DEFAULT_ROUNDS = 12
 
 SUMMARY_HEADER = "Summary of the earlier conversation:\n"
-STICKY_HEADER = "Notes kept from earlier in this conversation:\n"
 MISSING_RESULT = json.dumps(
     {
         "ok": False,
@@ -38,8 +51,6 @@ MISSING_RESULT = json.dumps(
         },
     }
 )
-#: A truncated tool result keeps at least this many characters.
-MIN_KEPT_CHARS = 200
 
 
 @dataclass(slots=True)
@@ -48,8 +59,9 @@ class BuiltContext:
 
     ``tokens`` is the estimate of the whole request; it exceeds the budget only when the fixed
     part (system prompt, summary, sticky notes, extra blocks) plus the last round, with its tool
-    results cut to ``MIN_KEPT_CHARS``, is larger. ``dropped_rounds`` counts whole rounds left
-    out for the budget, ``repaired`` the tool pairing fixes, ``truncated`` the shortened results.
+    results at their floors (``hermes.session.fitting``), is larger. ``dropped_rounds`` counts
+    whole rounds left out for the budget, ``repaired`` the tool pairing fixes, ``truncated`` the
+    shortened results.
     """
 
     messages: list[Message]
@@ -66,28 +78,15 @@ def build_messages(
     budget_tokens: int,
     extra_system: list[str] | None = None,
 ) -> BuiltContext:
-    """The chat messages for ``slice``, repaired and fitted to ``budget_tokens``.
-
-    Over budget, the oldest whole rounds are dropped (never the last one); if the last round
-    alone is still too large, its longest tool results are shortened with a ``[truncated]`` note.
-    """
-    head = _head(slice, system_prompt, extra_system)
-    rounds, repaired = _rounds(slice.window)
-    head_tokens = REPLY_PRIMING + sum(message_tokens(m) for m in head)
-    round_tokens = [sum(message_tokens(m) for m in r) for r in rounds]
-    total = head_tokens + sum(round_tokens)
-    dropped = 0
-    while total > budget_tokens and len(rounds) - dropped > 1:
-        total -= round_tokens[dropped]
-        dropped += 1
-    kept = rounds[dropped:]
-    truncated = 0
-    if total > budget_tokens and kept:
-        total, truncated = _shrink_tool_results(kept[-1], total, budget_tokens)
-    messages = head
-    for round_messages in kept:
+    """The chat messages for ``slice``, repaired and fitted to ``budget_tokens`` in the order
+    of sacrifice of :func:`hermes.session.fitting.fit` (the last round is this turn)."""
+    messages = _head(slice, system_prompt, extra_system)
+    rounds, repaired, sticky = _rounds(slice.window)
+    for round_messages in rounds:
         messages.extend(round_messages)
-    return BuiltContext(messages, total, dropped, repaired, truncated)
+    total = REPLY_PRIMING + sum(message_tokens(m) for m in messages)
+    fitted = fit(messages, total, budget_tokens, sticky=lambda m: id(m) in sticky)
+    return BuiltContext(messages, fitted.tokens, fitted.dropped_rounds, repaired, fitted.truncated)
 
 
 def _head(slice: ContextSlice, system_prompt: str | None, extra: list[str] | None) -> list[Message]:
@@ -109,18 +108,24 @@ def _sticky_line(item: Item) -> str:
         return f"- {item.role} called {item.tool_name}({item.content})"
     if item.kind == "tool_result":
         return f"- result of {item.tool_name or item.tool_call_id}: {item.content}"
+    if item.role == "user":
+        facts = item.meta.get("sticky") if item.meta else None
+        shown = [str(f) for f in facts] if isinstance(facts, list) else None
+        return f"- user: {sticky_line(item.content, shown)}"
     return f"- {item.role}: {item.content}"
 
 
 _INFRA_FAILURES = frozenset({"error", "timeout"})
 
 
-def _convert(window: list[Item]) -> tuple[list[Message], dict[str, str], int]:
-    """Window items → messages without tool results, plus the results by call id.
+def _convert(window: list[Item]) -> tuple[list[Message], dict[str, str], int, set[int]]:
+    """Window items → messages without tool results, plus the results by call id, the repairs
+    and the ``id()`` of the messages of sticky user items.
 
     Consecutive assistant items (text and tool calls) become one assistant message. Summary and
     state items are log markers, not conversation, and are skipped.
     """
+    sticky: set[int] = set()
     messages: list[Message] = []
     results: dict[str, str] = {}
     call_ids: set[str] = set()
@@ -162,14 +167,17 @@ def _convert(window: list[Item]) -> tuple[list[Message], dict[str, str], int]:
                 repaired += 1
         elif item.role in ("user", "system"):
             messages.append({"role": item.role, "content": item.content})
+            if item.sticky and item.role == "user":
+                sticky.add(id(messages[-1]))
         else:  # a text item with role "tool" has no call to answer
             repaired += 1
-    return messages, results, repaired
+    return messages, results, repaired, sticky
 
 
-def _rounds(window: list[Item]) -> tuple[list[list[Message]], int]:
-    """The window as rounds of messages, each call followed by its result (seed 001 §2.3)."""
-    converted, results, repaired = _convert(window)
+def _rounds(window: list[Item]) -> tuple[list[list[Message]], int, set[int]]:
+    """The window as rounds of messages, each call followed by its result (seed 001 §2.3),
+    the repairs made and the ``id()`` of sticky user messages."""
+    converted, results, repaired, sticky = _convert(window)
     rounds: list[list[Message]] = []
     current: list[Message] = []
     for message in converted:
@@ -190,46 +198,15 @@ def _rounds(window: list[Item]) -> tuple[list[list[Message]], int]:
     if current:
         rounds.append(current)
     repaired += len(results)  # results whose call is not in the window are dropped
-    return rounds, repaired
+    return rounds, repaired, sticky
 
 
 def fit_messages(messages: list[Message], total: int, budget_tokens: int) -> tuple[int, int]:
-    """Shorten the longest tool results of ``messages`` (in place) until ``total`` tokens fit.
-
-    For a turn whose own tool results outgrow the budget between model calls. Returns the new
-    total and how many results were shortened.
-    """
+    """Fit ``messages`` (in place) to ``budget_tokens`` when a turn's own tool results outgrow
+    it between model calls, in the order of sacrifice of :func:`hermes.session.fitting.fit`:
+    older results to their summaries, older rounds, this turn's earlier results, and the newest
+    result last. Returns the new total and how many results were shortened."""
     if total <= budget_tokens:
         return total, 0
-    return _shrink_tool_results(messages, total, budget_tokens)
-
-
-def _shrink_tool_results(messages: list[Message], total: int, budget: int) -> tuple[int, int]:
-    """Shorten the longest tool results of ``messages`` (in place) until ``total`` fits.
-
-    Returns the new total and how many results were shortened. Python strings index code
-    points, so a cut never splits a Chinese character.
-    """
-    originals: dict[int, str] = {}
-    kept: dict[int, int] = {}
-    tokens = {i: count_tokens(m["content"]) for i, m in enumerate(messages) if m["role"] == "tool"}
-    while total > budget and tokens:
-        index = max(tokens, key=tokens.__getitem__)
-        original = originals.setdefault(index, messages[index]["content"])
-        have = kept.get(index, len(original))
-        before = tokens[index]
-        # Keep a share of the characters proportional to the tokens that may stay.
-        keep = max(MIN_KEPT_CHARS, int(have * max(0, before - (total - budget)) / max(before, 1)))
-        if keep >= have:
-            del tokens[index]  # at its minimum already
-            continue
-        shortened = f"{original[:keep]}\n[truncated: {keep} of {len(original)} characters shown]"
-        after = count_tokens(shortened)
-        if after >= before:  # the note would cost more than the cut saves
-            del tokens[index]
-            continue
-        messages[index] = {**messages[index], "content": shortened}
-        kept[index] = keep
-        tokens[index] = after
-        total += after - before
-    return total, len(kept)
+    fitted = fit(messages, total, budget_tokens)
+    return fitted.tokens, fitted.truncated
