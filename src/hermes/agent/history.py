@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from hermes.errors import InvalidInputError
 from hermes.models.json_repair import loads_lenient
 from hermes.session.items import Item
+from hermes.session.privacy import redact_secrets
 from hermes.session.store import Store
 from hermes.session.summary import ExtractiveSummarizer
 
@@ -123,6 +124,8 @@ def _convert(index: int, message: Any) -> list[Item]:
         )
     created = _timestamp(message.get("timestamp"))
     text = _text(index, message.get("content"))
+    if role in ("system", "user", "assistant"):  # the session log never keeps a secret
+        text = redact_secrets(text).text
     if role in ("system", "user"):
         return [Item(role, "text", text, sticky=role == "system", created_at=created)]
     if role in ("tool", "function"):

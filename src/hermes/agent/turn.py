@@ -54,6 +54,7 @@ from hermes.messages import Message
 from hermes.models.base import ModelRequest, ModelResponse, ToolCall, ToolSpec
 from hermes.observe import get_logger
 from hermes.session.context import build_messages, fit_messages
+from hermes.session.inbound import read_inbound
 from hermes.session.items import ContextSlice, Item
 from hermes.session.summary import fold_backlog
 from hermes.session.tokens import message_tokens
@@ -110,19 +111,25 @@ async def run_turn(
         decision = decision or classify(message.content)
         drop_approval(turn, f"approval_{decision}")
     slice_ = await rt.store.context_slice(session_id, max(1, rt.settings.context_rounds - 1))
-    turn.fsm.fire("receive_input", text=message.content)
     meta: dict[str, Any] = {"msg_id": message.msg_id, "channel": message.channel}
     if pending is not None:
         meta["approval"] = {"id": pending.approval_id, "decision": decision}
-    user_item = Item("user", "text", message.content, trace_id=trace_id, meta=meta)
+    # Secrets out, sticky facts and personal data marked (seed 003 §2.1): from here on the turn
+    # only ever sees ``incoming.text``.
+    incoming = read_inbound(message.content, trace_id=trace_id, meta=meta)
+    turn.fsm.fire("receive_input", text=incoming.text)
     # The message is stored before anything can fail: nothing the user said is ever lost.
-    stored = await turn.append(rt.store, [user_item])
+    stored = await turn.append(rt.store, [incoming.item])
     if pending is not None and decision == "reject":
         ending = Ending(cancelled_text(pending, turn.chinese))
         turn.fsm.fire("reply")
+    elif incoming.answer_alone:  # any model, the offline brain too: Hermes keeps no secrets
+        ending = Ending(incoming.reply("", turn.chinese))
+        turn.fsm.fire("reply")
     else:
         ending = await _run_guarded(rt, turn, slice_, stored, pending=pending, decision=decision)
-    reply_stored = await _store_reply(rt, turn, ending, message.content)
+    ending.reply = incoming.reply(ending.reply, turn.chinese)
+    reply_stored = await _store_reply(rt, turn, ending, incoming.text)
     log.info(
         "turn_finished",
         cost_ms=round((time.perf_counter() - started) * 1000, 3),

@@ -200,6 +200,14 @@ def _names(text: str) -> list[StickyFact]:
     return facts
 
 
+# A sticky message has one of these words; most messages have none and pay only this search.
+_HINT = re.compile(
+    r"记|忘|名字|我叫|我姓|叫我|称呼我|我的|我们的|我那个|我这个|是我的"
+    r"|\b(?:remember|memori[sz]e|keep\s+in\s+mind|forget|note|my|our|call\s+me|i'm|i\s+am)\b",
+    re.IGNORECASE,
+)
+
+
 def sticky_facts(text: str) -> list[StickyFact]:
     """What makes the user's message ``text`` sticky (explicit keep requests, names, owned
     identifiers); ``[]`` for an ordinary message. A part that only holds a removed secret
@@ -207,6 +215,8 @@ def sticky_facts(text: str) -> list[StickyFact]:
     if not isinstance(text, str) or not text.strip():
         return []
     text = text[:_SCAN_CHARS]
+    if _HINT.search(text) is None:
+        return []
     facts = [*_explicit(text), *_names(text), *owned_identifiers(text)]
     return list(dict.fromkeys(facts))
 
