@@ -6,13 +6,20 @@ needs, JSON-serialisable so it is saved with the session state and outlives rest
 
 - **facts** — ids (orders, tickets, UUIDs), files and paths, URLs, e-mail addresses, dates
   (``明天``/``下周一``/``next Monday`` resolved to ISO dates against a given ``now``), simple
-  names, and the scalar arguments of tool calls; at most ``max_facts``, least recent dropped;
+  names, and the scalar arguments of tool calls. What the user said is kept apart from what
+  tool calls and results showed: each side holds at most ``max_facts`` (least recent dropped
+  first), so a busy run of lookups never pushes out an id the user gave, and the ids the user
+  states as *their own* ("我的订单号是…", "my account is…": ``Fact.own``) go last of all;
 - **the last call of each tool** — arguments, outcome, a one-line summary, the user's request.
 
 :meth:`~WorkingMemory.resolve` maps "再跑一下这个数据" / "run that again" / "同一个订单" /
-"the same file" to a call to repeat or a fact; :meth:`~WorkingMemory.render` is a bounded block
-for the prompt. Pure and synchronous. Tool outputs are data: only short identifiers and a
-clipped summary are taken from them.
+"the same file" / "我的订单" to a call to repeat or a fact — by what the words point at: "我的
+订单" / "my order" is the user's own, "刚才查到的那个" / "the one you found" what a tool showed,
+"同一个" / "the same" what was last acted on; a bare "那个订单" that could be the user's own
+order or the one last looked up is reported as ambiguous, never silently the last id a tool
+returned. :meth:`~WorkingMemory.render` is a bounded block for the prompt. Pure and
+synchronous. Tool outputs are data: only short identifiers and a clipped summary are taken
+from them.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from typing import Any, Final, Literal
 from hermes.memory.scan import MAX_SCAN_CHARS, MAX_VALUE_CHARS, find_facts, name_key
 from hermes.models.brain.phrases import Lang
 from hermes.observe import REDACTED, get_logger, is_secret_key, redact
+from hermes.session.privacy import has_secret_marker
+from hermes.session.sticky import owned_identifiers
 from hermes.session.summary import clip
 
 __all__ = [
@@ -51,7 +60,11 @@ _MAX_FACTS: Final = 50
 _MAX_CALLS: Final = 20
 _REQUEST_CHARS: Final = 200
 _FACTS_PER_SOURCE: Final = 12
-_FORMAT_VERSION: Final = 1
+#: Format 2 keeps user facts apart from tool facts and marks the user's own ids (format 1
+#: reads as it is: its facts are simply not ``own``).
+_FORMAT_VERSION: Final = 2
+#: Candidates an ambiguous reference lists.
+_MAX_CANDIDATES: Final = 3
 
 
 # -- the memory ----------------------------------------------------------------------------
@@ -64,7 +77,8 @@ class Fact:
     ``label`` says what the value is (``order_id``, ``date``, ``file`` … see :func:`find_facts`,
     or the argument name for a tool-call argument); ``origin`` is the tool name for facts from
     a tool call or result, else ``""``; ``text`` is how it was written (``明天`` for a date);
-    ``turn`` the working-memory turn it was last seen in; ``seen_at`` an ISO timestamp.
+    ``turn`` the working-memory turn it was last seen in; ``seen_at`` an ISO timestamp;
+    ``own``: the user stated it as their own ("我的订单号是…", "my account is…").
     """
 
     label: str
@@ -74,6 +88,7 @@ class Fact:
     text: str
     turn: int
     seen_at: str
+    own: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,7 +110,14 @@ class Fact:
             text=str(data.get("text", value)),
             turn=int(data.get("turn", 0)),
             seen_at=str(data.get("seen_at", "")),
+            own=data.get("own") is True and source == "user",
         )
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """Where the fact is kept: by source, label and value (the same id said by the user
+        and shown by a tool is two facts, one on each side)."""
+        return (self.source, self.label, json.dumps(self.value, ensure_ascii=False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,22 +176,27 @@ class Reference:
     """What a follow-up such as "再跑一下这个数据" or "the same file" refers to.
 
     ``kind`` is ``repeat`` (``call`` is the call to run again; ``fact`` is set too when the
-    text also named one, e.g. "再查一下同一个订单") or ``fact`` (``fact`` is the value meant).
+    text also named one, e.g. "再查一下同一个订单"), ``fact`` (``fact`` is the value meant) or
+    ``ambiguous`` (``candidates``: the values the words could mean — the user's own one and
+    the one a tool showed last — for the model to ask about, never to pick).
     ``phrase`` is the part of the text that was understood.
     """
 
-    kind: Literal["repeat", "fact"]
+    kind: Literal["repeat", "fact", "ambiguous"]
     phrase: str
     call: LastCall | None = None
     fact: Fact | None = None
+    candidates: tuple[Fact, ...] = ()
 
     def describe(self, lang: Lang = "zh") -> str:
         """One line for the prompt or the user: ``「这个数据」指的是：stats(period="上周")``."""
+        if self.kind == "ambiguous":
+            return _ambiguous_line(self.phrase, self.candidates, lang)
         target = ""
         if self.kind == "repeat" and self.call is not None:
             target = self.call.signature()
         elif self.fact is not None:
-            target = clip(_fact_text(self.fact), _FACT_LINE_CHARS)
+            target = clip(_fact_text(self.fact), _FACT_LINE_CHARS) + _provenance(self.fact, lang)
         if lang == "zh":
             return f"「{self.phrase}」指的是：{target}"
         return f'"{self.phrase}" refers to: {target}'
@@ -209,6 +236,28 @@ def _fact_text(fact: Fact) -> str:
     return f"{fact.label}: {fact.value}{written}"
 
 
+def _provenance(fact: Fact, lang: Lang) -> str:
+    """Where a fact came from, as the prompt says it: the user's own, the user's words, a call
+    or a tool's result."""
+    zh = lang == "zh"
+    if fact.own:
+        return "（用户自己的）" if zh else " (the user's own)"
+    if fact.source == "user":
+        return "（用户说的）" if zh else " (said by the user)"
+    if fact.source == "tool_call":
+        return f"（调用 {fact.origin} 时用的）" if zh else f" (used in a call to {fact.origin})"
+    return f"（{fact.origin} 的结果里出现的）" if zh else f" (seen in a result of {fact.origin})"
+
+
+def _ambiguous_line(phrase: str, candidates: tuple[Fact, ...], lang: Lang) -> str:
+    shown = [clip(_fact_text(f), _FACT_LINE_CHARS) + _provenance(f, lang) for f in candidates]
+    if lang == "zh":
+        return f"「{phrase}」可能指：{'；或 '.join(shown)}。不确定是哪一个：先问用户，不要猜。"
+    return (
+        f'"{phrase}" could mean: {"; or ".join(shown)}. Unclear which: ask the user, do not guess.'
+    )
+
+
 def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -241,6 +290,9 @@ _NOUNS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "email": (("email", "mail"), ("email",)),
     "id": (("id", "uuid"), ()),
     "city": (("city", "location", "place"), ("city",)),
+    "account": (("account", "accountid", "username", "userid", "customerid"), ("accountid",)),
+    "address": (("address", "shippingaddress", "deliveryaddress"), ("address",)),
+    "phone": (("phone", "mobile", "phonenumber", "tel"), ("phone", "phonenumber")),
     "call": ((), ()),
 }
 _NOUN_WORDS: Final[dict[str, str]] = {
@@ -254,6 +306,10 @@ _NOUN_WORDS: Final[dict[str, str]] = {
     "customer": "person", "client": "person", "contact": "person",
     "公司": "organization", "company": "organization",
     "邮箱": "email", "email": "email", "编号": "id", "id": "id", "uuid": "id",
+    "账号": "account", "帐号": "account", "账户": "account", "account": "account",
+    "username": "account", "地址": "address", "住址": "address", "address": "address",
+    "手机号": "phone", "手机": "phone", "电话": "phone", "phone": "phone",
+    "快递": "order", "包裹": "order", "package": "order", "parcel": "order",
     "城市": "city", "地方": "city", "city": "city", "place": "city",
     "数据": "call", "结果": "call", "报告": "call", "查询": "call", "data": "call",
     "result": "call", "results": "call", "report": "call", "query": "call",
@@ -264,14 +320,40 @@ def _alternation(words: Iterable[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
+_SEEN_WORDS = r"(?:刚才|刚刚|之前|上次)?(?:你)?(?:查到|查出来|查出|找到|搜到|返回|看到|查)的"
 _SAME = re.compile(
     r"(?P<day>同一天|那一?天|当天)"
-    r"|(?:同一个?|同样的?|相同的?|这个|那个|刚才的?|刚刚的?|上次的?|之前的?|前面的?|上面的?|原来的?)"
-    r"(?:那个|这个)?(?P<zh>" + _alternation(w for w in _NOUN_WORDS if not w.isascii()) + ")"
-    r"|\b(?:the\s+same|same|that|this|the\s+previous|the\s+last|the\s+earlier)\s+"
-    r"(?P<en>" + _alternation(w for w in _NOUN_WORDS if w.isascii()) + r")\b",
+    r"|(?P<zdet>" + _SEEN_WORDS + r"|我自己的|我们的|我的|同一个?|同样的?|相同的?|这个|那个|刚才的?"
+    r"|刚刚的?|上次的?|之前的?|前面的?|上面的?|原来的?)(?:那个|这个|那|这)?"
+    r"(?P<zh>" + _alternation(w for w in _NOUN_WORDS if not w.isascii()) + ")"
+    r"|\b(?P<edet>the\s+same|same|that|this|the\s+previous|the\s+last|the\s+earlier|my\s+own|my"
+    r"|our)\s+(?P<en>" + _alternation(w for w in _NOUN_WORDS if w.isascii()) + r")\b"
+    r"|\bthe\s+(?P<found>"
+    + _alternation(w for w in _NOUN_WORDS if w.isascii())
+    + r")\s+(?:that\s+)?"
+    r"(?:you|we|it)\s+(?:just\s+)?(?:found|looked\s+up|got|fetched|returned|showed)\b",
     re.IGNORECASE,
 )
+#: What the words of a reference point at: the user's own (我的, my), what a tool showed
+#: (刚才查到的, the one you found), what was last acted on (同一个, the same, 刚才的) or
+#: nothing in particular (那个, that).
+Pointer = Literal["own", "seen", "acted", "bare"]
+#: Kinds a possessive may name ("我的订单"); "我的数据" is not the last call, "my day" no date.
+_OWN_GROUPS: Final = frozenset(
+    {"order", "ticket", "file", "url", "email", "id", "city", "account", "address", "phone",
+     "organization"}
+)  # fmt: skip
+
+
+def _pointer(same: re.Match[str]) -> Pointer:
+    if same["found"]:
+        return "seen"
+    det = " ".join((same["zdet"] or same["edet"] or "").lower().split())
+    if "我" in det or det in ("my", "my own", "our"):
+        return "own"
+    if det.endswith("的") and re.search("查|找到|搜到|返回|看到", det):
+        return "seen"
+    return "bare" if det in ("这个", "那个", "that", "this") else "acted"
 
 
 class WorkingMemory:
@@ -288,7 +370,7 @@ class WorkingMemory:
         self.max_calls = max_calls
         self.turn = 0
         self._request: str | None = None
-        self._facts: OrderedDict[tuple[str, str], Fact] = OrderedDict()
+        self._facts: OrderedDict[tuple[str, str, str], Fact] = OrderedDict()
         self._calls: OrderedDict[str, LastCall] = OrderedDict()
 
     # -- reading --------------------------------------------------------------------------
@@ -323,10 +405,18 @@ class WorkingMemory:
         """
         self.turn += 1
         self._request = clip(text, _REQUEST_CHARS) if text.strip() else None
+        owned = {fact.value: fact.label for fact in owned_identifiers(text)}
+        found = [
+            (label, value, written)
+            for label, value, written in find_facts(text, now)
+            if not has_secret_marker(value)
+        ]
+        known = {value for _, value, _ in found}
+        found += [(label, value, value) for value, label in owned.items() if value not in known]
         # Bounded per message: a pasted list of 500 order numbers must not evict everything.
         return [
-            self._touch(label, value, "user", "", written, now=now)
-            for label, value, written in find_facts(text, now)[:_FACTS_PER_SOURCE]
+            self._touch(label, value, "user", "", written, now=now, own=value in owned)
+            for label, value, written in found[:_FACTS_PER_SOURCE]
         ]
 
     def observe_tool_call(
@@ -366,7 +456,11 @@ class WorkingMemory:
             self._calls.popitem(last=False)
         if ok:
             for key, value in list(args.items())[:_FACTS_PER_SOURCE]:
-                if _is_fact_value(value) and value != REDACTED:
+                if (
+                    _is_fact_value(value)
+                    and value != REDACTED
+                    and not has_secret_marker(str(value))
+                ):
                     self._touch(key, value, "tool_call", tool, str(value), now=now)
             for label, value, written in _result_facts(summary, output, now):
                 self._touch(label, value, "tool_result", tool, written, now=now)
@@ -381,14 +475,28 @@ class WorkingMemory:
         text: str,
         *,
         now: datetime,
+        own: bool = False,
     ) -> Fact:
-        key = (label, json.dumps(value, ensure_ascii=False))
-        self._facts.pop(key, None)
-        fact = Fact(label, value, source, origin, clip(text, MAX_VALUE_CHARS), self.turn, _iso(now))
+        key = (source, label, json.dumps(value, ensure_ascii=False))
+        before = self._facts.pop(key, None)
+        own = own or (before is not None and before.own)  # once the user's own, always
+        text = clip(text, MAX_VALUE_CHARS)
+        fact = Fact(label, value, source, origin, text, self.turn, _iso(now), own)
         self._facts[key] = fact
-        while len(self._facts) > self.max_facts:
-            self._facts.popitem(last=False)  # least recently seen first
+        self._evict(user=source == "user")
         return fact
+
+    def _evict(self, *, user: bool) -> None:
+        """Keep each side (the user's facts; tool calls' and results') within ``max_facts``:
+        the least recently seen go first — on the user's side, their own ids go last."""
+        side = [k for k, f in self._facts.items() if (f.source == "user") == user]
+        over = len(side) - self.max_facts
+        if over <= 0:
+            return
+        if user:
+            side.sort(key=lambda k: self._facts[k].own)  # stable: least recent first
+        for key in side[:over]:
+            del self._facts[key]
 
     # -- resolving ------------------------------------------------------------------------
 
@@ -399,32 +507,71 @@ class WorkingMemory:
         - "再跑一下这个数据" / "run that again" / "老样子" → ``repeat`` with the most recent
           successful call (else the most recent one); a tool named in the text, or a stored
           argument value mentioned in it, picks that tool's last call instead.
-        - "同一个订单" / "the same file" / "那个链接" → ``fact`` with the newest fact of that
-          kind (an order id, a file …), searched in facts and in the last calls' arguments.
+        - "同一个订单" / "the same file" / "那个链接" / "我的订单" → ``fact`` with the fact of
+          that kind (an order id, a file …) the words point at (:meth:`_fact_for`), or
+          ``ambiguous`` with the candidates when they could mean the user's own one or
+          another one a tool showed.
         """
         text = text[:MAX_SCAN_CHARS]
         repeat = _REPEAT.search(text)
         same = _SAME.search(text)
         group: str | None = None
+        pointer: Pointer = "acted"
         if same is not None:
-            group = "date" if same["day"] else _NOUN_WORDS.get((same["zh"] or same["en"]).lower())
-        fact = self._fact_for(group) if group not in (None, "call") else None
+            noun = same["zh"] or same["en"] or same["found"]
+            group = "date" if same["day"] else _NOUN_WORDS.get(noun.lower())
+            pointer = "acted" if same["day"] else _pointer(same)
+            if pointer == "own" and group not in _OWN_GROUPS:
+                group = None  # "我的数据", "my day": not a reference
+        found = self._fact_for(group, pointer) if group not in (None, "call") else ()
+        fact = found[0] if len(found) == 1 else None
         if repeat is not None or group == "call":
             call = self._call_for(text)
             if call is not None:
                 phrase = repeat[0] if repeat is not None else same[0] if same else text
                 return Reference("repeat", phrase, call=call, fact=fact)
-        if fact is not None and same is not None:
-            return Reference("fact", same[0], fact=fact)
-        return None
+        if same is None or not found:
+            return None
+        if fact is None:
+            return Reference("ambiguous", same[0], candidates=found)
+        return Reference("fact", same[0], fact=fact)
 
-    def _fact_for(self, group: str | None) -> Fact | None:
+    def _fact_for(self, group: str | None, pointer: Pointer = "acted") -> tuple[Fact, ...]:
+        """The fact(s) of kind ``group`` the words point at: one, several (ambiguous) or none.
+
+        ``own``: the user's own (else the newest the user said); ``seen``: the newest a tool
+        result showed; ``acted``: the newest used in a call, else the user's, else one a
+        result showed. ``bare`` ("那个订单"): the user's one, unless a call or a result holds
+        another one — then both are candidates; without the user's, what was last acted on,
+        else what results showed (several different ones are candidates)."""
         keys, endings = _NOUNS.get(group or "", ((), ()))
+        by_source: dict[str, list[Fact]] = {
+            "own": [],
+            "user": [],
+            "tool_call": [],
+            "tool_result": [],
+        }
         for fact in self.facts:
             label = name_key(fact.label)
             if label in keys or label.endswith(endings):
-                return fact
-        return None
+                by_source["own" if fact.own else fact.source].append(fact)
+        mine = (by_source["own"] or by_source["user"])[:1]
+        acted, seen = by_source["tool_call"][:1], by_source["tool_result"]
+        if pointer == "own":
+            return tuple(mine)
+        if pointer == "seen":
+            return tuple(seen[:1])
+        if pointer == "acted":
+            return tuple((acted or mine or seen)[:1])
+        if mine:
+            other = acted or seen[:1]
+            if other and other[0].value != mine[0].value:
+                return (mine[0], other[0])
+            return (mine[0],)
+        if acted:
+            return (acted[0],)
+        distinct = list({json.dumps(f.value): f for f in reversed(seen)}.values())[::-1]
+        return tuple(distinct[:_MAX_CANDIDATES])
 
     def _call_for(self, text: str) -> LastCall | None:
         lowered = text.casefold()
@@ -442,10 +589,11 @@ class WorkingMemory:
     def render(self, *, lang: Lang = "zh", max_chars: int = 800, max_calls: int = 5) -> str:
         """A compact block for the prompt, at most ``max_chars`` long; ``""`` when empty.
 
-        Calls come first (newest first), then facts the user gave or results produced (the
-        arguments of the calls shown are not repeated). Lines that do not fit are left out.
-        It goes into a system message: a result is shown only as the tool's own summary and
-        its identifiers, clipped, and instruction-like text is withheld (tool output is data).
+        What the user said comes first (their own ids first of all), then the calls (newest
+        first), then what results showed (the arguments of the calls shown are not repeated):
+        lines that do not fit are left out, so the user's facts are the last to go. It goes
+        into a system message: a result is shown only as the tool's own summary and its
+        identifiers, clipped, and instruction-like text is withheld (tool output is data).
         """
         if not self._facts and not self._calls:
             return ""
@@ -455,14 +603,22 @@ class WorkingMemory:
             if zh
             else "Working memory (key facts of this session's task; may be out of date):"
         ]
+        said = sorted((f for f in self.facts if f.source == "user"), key=lambda f: not f.own)
+        if said:
+            lines.append("用户说过的：" if zh else "Said by the user:")
+            own = "（用户自己的）" if zh else " (the user's own)"
+            lines.extend(
+                f"- {clip(_fact_text(fact), _FACT_LINE_CHARS)}{own if fact.own else ''}"
+                for fact in said
+            )
         calls = self.calls[:max_calls]
         if calls:
             lines.append("最近的工具调用：" if zh else "Recent tool calls:")
         lines.extend(_call_line(call, zh) for call in calls)
-        facts = [f for f in self.facts if f.source != "tool_call"]
-        if facts:
-            lines.append("关键信息：" if zh else "Key facts:")
-            lines.extend(f"- {clip(_fact_text(fact), _FACT_LINE_CHARS)}" for fact in facts)
+        seen = [f for f in self.facts if f.source == "tool_result"]
+        if seen:
+            lines.append("工具结果里出现的：" if zh else "Seen in tool results:")
+            lines.extend(f"- {clip(_fact_text(fact), _FACT_LINE_CHARS)}" for fact in seen)
         out: list[str] = []
         used = 0
         for line in lines:
@@ -512,7 +668,8 @@ class WorkingMemory:
             except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
                 dropped += 1
                 continue
-            memory._facts[(fact.label, json.dumps(fact.value, ensure_ascii=False))] = fact
+            if fact.source != "user" or not has_secret_marker(str(fact.value)):
+                memory._facts[fact.key] = fact
         for raw in _list(data.get("calls")):
             try:
                 call = LastCall.from_dict(raw)
@@ -520,8 +677,8 @@ class WorkingMemory:
                 dropped += 1
                 continue
             memory._calls[call.tool] = call
-        while len(memory._facts) > memory.max_facts:
-            memory._facts.popitem(last=False)
+        memory._evict(user=True)
+        memory._evict(user=False)
         while len(memory._calls) > memory.max_calls:
             memory._calls.popitem(last=False)
         if dropped:
