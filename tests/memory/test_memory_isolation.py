@@ -311,7 +311,7 @@ async def test_other_users_memories_change_neither_scores_nor_recall(tmp_path: P
         assert await observe() == before
         await store.delete_all("alice")
         assert await observe() == before
-        assert before[0][1] == 1  # bob's own tea memory is recalled
+        assert before[0][1] == 2  # bob's own tea memories, in both languages (their kind: tea)
     finally:
         await store.close()
 

@@ -210,7 +210,7 @@ async def test_remember_detects_sensitive_content_whatever_the_model_says(
     try:
         assert memory.store is not None
         ctx = ToolContext(user_id="u1", session_id="s-safe-sf3", extras={MEMORY_KEY: memory})
-        content = "用户的身份证号是110101199001011234，银行卡密码是123456"
+        content = "用户的手机号是13812345678，住在北京市朝阳区建国路88号"
         result = await execute_tool_call(
             ToolRegistry([memory_tools.remember]),
             call("remember", {"content": content, "sensitive": False}).tool_calls[0],
@@ -219,6 +219,14 @@ async def test_remember_detects_sensitive_content_whatever_the_model_says(
         assert result.ok
         (record,) = await memory.store.list("u1")
         assert record.sensitive
+        secret = await execute_tool_call(
+            ToolRegistry([memory_tools.remember]),
+            call("remember", {"content": "用户的银行卡密码是123456"}).tool_calls[0],
+            ctx,
+        )
+        assert secret.error is not None  # secrets are never memories, whoever asks
+        assert "Hermes does not keep secrets" in secret.error.message
+        assert len(await memory.store.list("u1")) == 1
         refused = await execute_tool_call(
             ToolRegistry([memory_tools.remember]),
             call("remember", {"content": "x"}).tool_calls[0],

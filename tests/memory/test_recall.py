@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from hermes.errors import InvalidInputError
 from hermes.memory.longterm import MemoryStore
 from hermes.memory.recall import (
     BLOCK_HEADER,
@@ -108,14 +109,39 @@ def test_a_sensitive_memory_without_a_topic_needs_a_strong_keyword_match():
     policy = RecallPolicy(keyword_min_score=0.4, sensitive_keyword_score=0.5)
     weak = MemoryHit(_record(sensitive=True), score=0.45, keyword_score=0.45, vector_score=None)
     strong = MemoryHit(_record(sensitive=True), score=0.6, keyword_score=0.6, vector_score=None)
-    assert select_hits([weak], "alice", "tea?", policy) == []
-    assert select_hits([strong], "alice", "tea?", policy) == [strong]
+    assert select_hits([weak], "alice", "likes?", policy) == []
+    assert select_hits([strong], "alice", "likes?", policy) == [strong]
+
+
+def test_a_sensitive_memory_is_asked_about_when_the_message_names_its_kind():
+    weak = MemoryHit(_record(sensitive=True), score=0.45, keyword_score=0.45, vector_score=None)
+    assert select_hits([weak], "alice", "what do I drink?") == [weak]  # tea is a drink
 
 
 async def test_a_sensitive_memory_is_recalled_for_its_owner_when_asked(store: MemoryStore):
-    pin = await store.add("alice", "bank card pin is 4321", sensitive=True, now=NOW)
+    bank = await store.add("alice", "her bank is Sparkasse Berlin", sensitive=True, now=NOW)
+    asked = await recall(store, "alice", "which bank is mine?", now=NOW)
+    assert [h.record.id for h in asked.hits] == [bank.id]
+
+
+async def test_a_secret_stored_by_an_older_version_is_never_recalled(store: MemoryStore):
+    record = await store.add("alice", "bank card pin is unknown", sensitive=True, now=NOW)
+
+    def as_an_older_version_wrote_it(conn: Any) -> None:  # secrets are refused on write now
+        conn.execute(
+            "UPDATE memories SET content = 'bank card pin is 4321' WHERE id = ?", (record.id,)
+        )
+        conn.commit()
+
+    await store.run_blocking("test", as_an_older_version_wrote_it)
+    assert (await store.search("alice", "my bank card pin?"))[0].record.id == record.id
     asked = await recall(store, "alice", "my bank card pin?", now=NOW)
-    assert [h.record.id for h in asked.hits] == [pin.id]
+    assert asked.hits == ()
+
+
+async def test_a_secret_is_refused_as_a_memory(store: MemoryStore):
+    with pytest.raises(InvalidInputError, match="Hermes does not keep secrets"):
+        await store.add("alice", "her bank card pin is 4321", now=NOW)
 
 
 async def test_similar_meaning_alone_never_reveals_a_sensitive_memory():
@@ -248,13 +274,15 @@ async def test_recall_set_keyword_only(tmp_path: Path):
     assert result.none_with_hits == 0, message
 
 
-async def test_the_lexicon_is_what_lets_keywords_cross_languages(tmp_path: Path):
+async def test_the_lexicon_lets_keywords_cross_languages_beyond_the_kinds(tmp_path: Path):
     with_lexicon = await _evaluate(tmp_path / "with.db", None, "keyword-only")
     alone = await _evaluate(tmp_path / "alone.db", None, "keyword, no lexicon", lexicon=None)
     print("\n" + alone.report())
     assert alone.leaks == []
-    assert alone.mean(("crosslang",)) < 0.1  # keywords alone cannot cross
-    assert with_lexicon.mean(("crosslang",)) >= alone.mean(("crosslang",)) + 0.4
+    # The kinds a memory is about (concepts.py) are one token in any language: they cross
+    # without the lexicon for the queries that name a kind (before them: 0.05); translations
+    # of the other words cross further.
+    assert with_lexicon.mean(("crosslang",)) >= alone.mean(("crosslang",)) + 0.1
     # Translations add candidates; they must not push the same-language answers out.
     assert with_lexicon.same_language() >= alone.same_language()
 

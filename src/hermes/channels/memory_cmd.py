@@ -337,13 +337,26 @@ def memory_export(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")
     ] = None,
+    reveal_personal: Annotated[
+        bool,
+        typer.Option(
+            "--reveal-personal",
+            help="Do not mask phone numbers, addresses and ids in sensitive memories.",
+        ),
+    ] = False,
 ) -> None:
     """Print every memory of a user, with history, as JSON. / 导出用户的全部记忆（JSON）。"""
     try:
         user_id = _user_id(user)
         store = _open_existing(loaded_config())
         memories = (
-            [] if store is None else run_async(lambda: _closing(store, lambda s: s.export(user_id)))
+            []
+            if store is None
+            else run_async(
+                lambda: _closing(
+                    store, lambda s: s.export(user_id, reveal_personal=reveal_personal)
+                )
+            )
         )
         document = {
             "version": _EXPORT_VERSION,

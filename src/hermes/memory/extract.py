@@ -11,10 +11,11 @@ Only the user's own words are read: the APIs take the user's message text, never
 (seed 001 §6.2). Questions, hypotheticals ("如果我喜欢…"), reported speech ("他说我喜欢…") and
 meta talk ("我没说…") give nothing; hedged statements ("可能…", "I think…") lose 0.3 and fall
 under the threshold (0.8). Explicit requests score 0.95, clear statements 0.85–0.9. Sensitive
-content (health, finance, credentials and ids, phone numbers, addresses, religion, politics) is
-flagged with a topic. Contents become one standalone third-person sentence in the user's
-language ("用户喜欢喝美式咖啡。", "The user lives in Berlin."), relative days pinned to ISO
-dates when ``now`` is given — a memory is read weeks later.
+content (health, finance, credentials and ids, phone numbers, addresses, order and account ids,
+e-mail addresses, religion, politics) is flagged with a topic (seed 003 §2.1: personal data stays
+usable, flagged so that exports mask it). Contents become one standalone third-person sentence
+in the user's language ("用户喜欢喝美式咖啡。", "The user lives in Berlin."), relative days
+pinned to ISO dates when ``now`` is given — a memory is read weeks later.
 """
 
 from __future__ import annotations
@@ -119,6 +120,14 @@ _SENSITIVE_WORDS: Final = (
      r"address|zip code|postcode|postal code|apartment|apt|suite",
      r"(?<!\d)\d{1,6}\s*(?:号楼|号|弄|室|栋|幢|单元)|[\u4e00-\u9fff]{1,10}(?:路|街|大道|巷)\d"
      r"|\b\d{1,5}\s+(?:[A-Z][a-z]+\s+){1,3}(?:Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Drive|Dr)\b"),
+    ("identifier", "编号", "订单号|订单编号|单号|运单号|快递单号|工单号|账号|帐号|账户|帐户|会员号"
+     "|会员账号|客户号|客户编号|员工号|工号",
+     r"order\s+(?:id|number|no)|tracking\s+(?:number|id|no)|account\s+(?:number|id|no)|account"
+     r"|customer\s+(?:number|id)|member(?:ship)?\s+(?:number|id)|ticket\s+(?:number|id)|username"
+     r"|employee\s+(?:number|id)",
+     r"(?<![A-Za-z0-9_-])(?:ORD|ORDER|SO|PO|INC|TKT|VIP)[-_]?\d{3,}"),
+    ("email", "邮箱", "邮箱|电子邮件|邮件地址", r"e-?mail(?:\s+address)?",
+     r"(?<![\w.+-])[\w.+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"),
     ("religion", "宗教", "宗教|信仰|信教|基督|耶稣|佛教|信佛|伊斯兰|穆斯林|天主教|道教"
      "|教会|清真|做礼拜",
      r"religio\w*|christian\w*|catholic|protestant|muslim|islam\w*|buddhis\w*|hindu\w*|jewish"
@@ -139,9 +148,9 @@ def detect_sensitive(text: str) -> str | None:
     """The sensitive topic of ``text`` (``"health 健康 过敏"``), or None.
 
     Categories in order: credentials/id numbers, health, finance, phone numbers, addresses,
-    religion, politics; the first one found wins, named in English and Chinese plus the
-    keyword found. Keyword rules over-flag rather than miss: a flagged memory is only held
-    back from recalls about other topics, never lost.
+    order/account ids, e-mail addresses, religion, politics; the first one found wins, named
+    in English and Chinese plus the keyword found. Keyword rules over-flag rather than miss:
+    a flagged memory is only held back from recalls about other topics, never lost.
     """
     text = text[:MAX_SCAN_CHARS]
     for category, chinese, words, numbers in _SENSITIVE:

@@ -54,6 +54,7 @@ from hermes.memory.tiers import ToolMemory
 from hermes.models.brain.phrases import Lang
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
+from hermes.session.privacy import contains_secret
 from hermes.sqlite_support import SQLiteWorker
 from hermes.tools.builtin.memory_tools import MEMORY_KEY  # where tools find the agent's Memory
 
@@ -287,7 +288,13 @@ class Memory:
             )
         if self.habits and calls:
             candidates.extend(await self._habits(user_id, calls, now, lang))
-        kept = [c for c in candidates if c.confidence >= self.threshold]
+        # A secret is never a memory (seed 003 §2.1): the turn replaced it by a marker already,
+        # and what holds one (or only the marker) is dropped here, never written.
+        kept = [
+            c
+            for c in candidates
+            if c.confidence >= self.threshold and not contains_secret(c.content)
+        ]
         if not kept:
             return []
         async with self._write_lock(user_id):

@@ -43,6 +43,8 @@ from pathlib import Path
 from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
 
 from hermes.errors import InvalidInputError
+from hermes.memory import concepts
+from hermes.memory.concepts import indexed_text
 from hermes.memory.crosslang import expand
 from hermes.memory.embed import (
     Embedder,
@@ -80,6 +82,7 @@ from hermes.memory.longterm_schema import (  # MIGRATIONS re-exported for tests 
 )
 from hermes.memory.records import (
     ACTIVE_SQL,
+    RECORD_COLUMNS,
     MemoryDraft,
     MemoryHit,
     MemoryKind,
@@ -88,6 +91,7 @@ from hermes.memory.records import (
     SearchFilter,
     SupersededReason,
     default_tier,
+    record_from_row,
     validate_confidence,
     validate_content,
     validate_kind,
@@ -96,8 +100,10 @@ from hermes.memory.records import (
     validate_timestamp,
     validate_topic,
 )
+from hermes.memory.supersede import settle_on_write
 from hermes.observe import get_logger
 from hermes.session.ids import validate_session_id, validate_user_id
+from hermes.session.privacy import mask_personal
 from hermes.sqlite_support import SQLiteWorker
 
 log = get_logger("memory")
@@ -121,15 +127,9 @@ _Blobs = list[tuple[bytes, bytes]]
 
 # Statements that look rows up by id or rid write ``+m.user_id`` (the unary plus keeps SQLite
 # from choosing the user index for it): the owner check stays, and a user with 100,000
-# memories no longer turns a lookup of 50 rows into a scan of 100,000. RECORD_COLUMNS,
-# record_from_row, write_transaction and bump_user_version are public for the upkeep job's own
-# statements (hermes.memory.upkeep, run through MemoryStore.run_blocking).
-RECORD_COLUMNS = (
-    "m.rid, m.id, m.user_id, m.kind, m.content, m.confidence, m.source_session, m.created_at, "
-    "m.updated_at, m.last_recalled_at, m.recall_count, m.expires_at, m.superseded_by, "
-    "m.sensitive, m.topic, m.tags, m.tier, m.demoted_at, m.explicit, m.superseded_reason, "
-    "m.subject"
-)
+# memories no longer turns a lookup of 50 rows into a scan of 100,000. RECORD_COLUMNS and
+# record_from_row (``hermes.memory.records``), write_transaction and bump_user_version are
+# public for the memory package's own statements (upkeep, conflicts settled on write).
 
 
 def combine_scores(keyword: float, vector: float | None) -> float:
@@ -163,41 +163,10 @@ class _Unset:
 UNSET: Final = _Unset()
 
 
-def record_from_row(row: Sequence[Any]) -> MemoryRecord:
-    """A record from a row selected as ``RECORD_COLUMNS``."""
-    (_, mid, uid, kind, content, conf, src, created, updated, recalled, count, expires, sup,
-     sensitive, topic, tags, tier, demoted, explicit, reason, subject) = row[:21]  # fmt: skip
-    try:
-        loaded = json.loads(tags)
-    except ValueError:
-        loaded = []
-    return MemoryRecord(
-        id=mid,
-        user_id=uid,
-        kind=kind,
-        content=content,
-        confidence=conf,
-        source_session=src,
-        created_at=created,
-        updated_at=updated,
-        last_recalled_at=recalled,
-        recall_count=count,
-        expires_at=expires,
-        superseded_by=sup,
-        sensitive=bool(sensitive),
-        topic=topic,
-        tags=tuple(str(t) for t in loaded) if isinstance(loaded, list) else (),
-        tier=tier,
-        demoted_at=demoted,
-        explicit=bool(explicit),
-        superseded_reason=reason,
-        subject=subject,
-    )
-
-
 def _indexed_text(record: MemoryRecord) -> str:
-    """What keyword search sees of a memory: its content, topic and tags."""
-    return " ".join((record.content, record.topic or "", *record.tags))
+    """What keyword search sees of a memory: its content, topic and tags, and the kinds they
+    are about (``hermes.memory.concepts``)."""
+    return indexed_text(record.content, record.topic, record.tags)
 
 
 class MemoryStore(SQLiteWorker):
@@ -295,12 +264,21 @@ class MemoryStore(SQLiteWorker):
         return records
 
     async def add_unique(
-        self, user_id: str, drafts: Iterable[MemoryDraft], *, now: float | None = None
+        self,
+        user_id: str,
+        drafts: Iterable[MemoryDraft],
+        *,
+        now: float | None = None,
+        settle: bool = True,
     ) -> builtins.list[tuple[MemoryRecord, bool]]:
         """Like :meth:`add_many`, but a draft whose exact (stripped) content ``user_id``
         already has as an active memory — or an earlier draft of the batch has — is not
         stored again: ``(existing record, False)`` is returned for it, ``(new, True)`` else.
-        The check runs in the write transaction (see ``_insert``)."""
+        The check runs in the write transaction (see ``_insert``).
+
+        This is how what a user says is written: with ``settle`` a new memory that changes an
+        older statement ("记住我现在改喝拿铁了") supersedes it at once
+        (``hermes.memory.supersede``), so the next recall finds only the new one."""
         validate_user_id(user_id)
         stamp = time.time() if now is None else _finite(now, "now")
         records = [_new_record(user_id, draft, stamp) for draft in drafts]
@@ -311,7 +289,12 @@ class MemoryStore(SQLiteWorker):
         vectors = await self._embed_records(fresh) if fresh else None
         blobs = dict(zip((r.id for r in fresh), vectors, strict=True)) if vectors else {}
         written = await self._run("add", _insert_unique, records, blobs, self._model_name())
-        if any(created for _, created in written):
+        created = [record for record, new in written if new]
+        if created and settle:
+            replaced = await self._run("settle", settle_on_write, created, stamp)
+            if replaced:
+                log.info("memory_superseded", count=len(replaced), on="write")
+        if created:
             self._after_write(user_id)
         return written
 
@@ -466,11 +449,18 @@ class MemoryStore(SQLiteWorker):
         validate_user_id(user_id)
         return await self._run("count", _count, user_id)
 
-    async def export(self, user_id: str) -> builtins.list[dict[str, Any]]:
-        """Every memory of ``user_id`` as JSON-safe dicts, oldest first (issue 5 §9)."""
+    async def export(
+        self, user_id: str, *, reveal_personal: bool = False
+    ) -> builtins.list[dict[str, Any]]:
+        """Every memory of ``user_id`` as JSON-safe dicts, oldest first (issue 5 §9).
+
+        A sensitive memory's personal data (phone numbers, addresses, e-mail addresses, order
+        and account ids) is masked — ``138*****678`` — and the entry says ``"masked": true``
+        (seed 003 §2.1: flagged data leaves only through the masking channel), unless
+        ``reveal_personal``."""
         validate_user_id(user_id)
         records = await self._run("export", _list, user_id, ("", ()), (-1, 0))
-        return [record.to_dict() for record in reversed(records)]
+        return [_exported(record, reveal_personal) for record in reversed(records)]
 
     async def search(
         self,
@@ -607,6 +597,16 @@ async def _embed_texts(embedder: Embedder, texts: list[str]) -> _Blobs | None:
         log.warning("memory_embed_failed", error=f"{type(exc).__name__}: {exc}")
         return None
     return [(v.tobytes(), c.tobytes()) for v, c in zip(matrix, calibration, strict=True)]
+
+
+def _exported(record: MemoryRecord, reveal: bool) -> dict[str, Any]:
+    data = record.to_dict()
+    if record.sensitive and not reveal:
+        masked = mask_personal(record.content)
+        if masked != record.content:
+            data["content"] = masked
+            data["masked"] = True
+    return data
 
 
 def _finite(value: float, what: str) -> float:
@@ -887,6 +887,7 @@ def _keyword_search(
     if query.lexicon is not None:  # on the worker: opening the lexicon costs ~40 ms once
         lexicon = load_lexicon(wait=False) if query.lexicon == "auto" else query.lexicon
         tokens = expand(query.text, tokens, lexicon)
+    tokens = concepts.expand(query.text, tokens)  # "my package" also asks for kindorder
     docs = document_counts(conn, query.user_id, tokens)  # the user's own statistics
     stats = corpus_stats(conn, query.user_id)
     match = build_match(owner_token(query.user_id), candidate_tokens(tokens, docs, stats.rows))

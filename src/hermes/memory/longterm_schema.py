@@ -7,11 +7,13 @@ function of the connection (run inside the step's transaction).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from typing import Final
 
-from hermes.memory.keywords import rebuild_user_stats
+from hermes.memory.concepts import indexed_text
+from hermes.memory.keywords import index_row, rebuild_user_stats
 from hermes.session.migrations import apply_migrations
 from hermes.sqlite_support import write_transaction
 
@@ -90,10 +92,65 @@ _SCHEMA_V3: Final = (
     "CREATE INDEX memories_by_content ON memories (user_id, content) WHERE superseded_by IS NULL",
     rebuild_user_stats,
 )
+
+
+def _reindex_kinds(conn: sqlite3.Connection) -> None:
+    """Index every memory again with the kinds it is about (``hermes.memory.concepts``), so
+    memories written before recall knew kinds answer "my package", "我住哪" as new ones do.
+    In batches by rid; the users' keyword statistics are counted afresh at the end. A row the
+    index never held (written by hand, or by a crash of an old version) is indexed now."""
+    after = 0
+    while True:
+        rows = conn.execute(
+            "SELECT rid, user_id, content, topic, tags, terms, chars FROM memories "
+            "WHERE rid > ? ORDER BY rid LIMIT 500",
+            (after,),
+        ).fetchall()
+        if not rows:
+            break
+        after = rows[-1][0]
+        for rid, user_id, content, topic, tags, terms, chars in rows:
+            try:
+                loaded = json.loads(tags)
+            except ValueError:
+                loaded = []
+            names = [str(t) for t in loaded] if isinstance(loaded, list) else []
+            owner, new_terms, new_chars = index_row(user_id, indexed_text(content, topic, names))
+            indexed = conn.execute(
+                "SELECT rowid FROM memory_fts WHERE rowid = ?", (rid,)
+            ).fetchone()
+            if indexed is not None and (new_terms, new_chars) == (terms, chars):
+                continue
+            if indexed is not None:  # contentless: the exact tokens it holds say what to delete
+                conn.execute(
+                    "INSERT INTO memory_fts (memory_fts, rowid, owner, terms, chars) "
+                    "VALUES ('delete', ?, ?, ?, ?)",
+                    (rid, owner, terms, chars),
+                )
+            conn.execute(
+                "INSERT INTO memory_fts (rowid, owner, terms, chars) VALUES (?, ?, ?, ?)",
+                (rid, owner, new_terms, new_chars),
+            )
+            conn.execute(
+                "UPDATE memories SET terms = ?, chars = ? WHERE rid = ?",
+                (new_terms, new_chars, rid),
+            )
+    rebuild_user_stats(conn)
+
+
+# What a memory is about (issue: recall that does not hinge on wording): every memory is indexed
+# again with its kinds, and the user's explicit memories get an index of their own (recall
+# keeps them eligible; a lookup of them is one seek whatever the user's number of memories).
+_SCHEMA_V4: Final = (
+    "CREATE INDEX IF NOT EXISTS memories_explicit ON memories (user_id, rid) "
+    "WHERE explicit = 1 AND superseded_by IS NULL",
+    _reindex_kinds,
+)
 MIGRATIONS: Final[tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...]] = (
     _SCHEMA_V1,
     _SCHEMA_V2,
     _SCHEMA_V3,
+    _SCHEMA_V4,
 )
 
 

@@ -37,12 +37,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
+from hermes.memory.concepts import concepts_of
 from hermes.memory.keywords import query_tokens
 from hermes.memory.longterm import MemoryStore
 from hermes.memory.notes import BLOCK_HEADER
 from hermes.memory.records import MemoryHit, MemoryKind, SearchFilter
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
+from hermes.session.privacy import contains_secret
 from hermes.session.summary import clip
 
 log = get_logger("memory")
@@ -101,6 +103,11 @@ class RecallPolicy:
     sensitive_keyword_score: float = 0.5
     #: Candidates fetched before thresholds and sensitivity filter them.
     candidates: int = 20
+    #: What the user asked to keep ("记住…") stays eligible below the thresholds, down to this
+    #: score (some of the words, or the kind, of what is asked about match) …
+    explicit_min_score: float = 0.25
+    #: … for at most this many memories per recall (the small cap).
+    explicit_extra: int = 2
 
 
 DEFAULT_POLICY = RecallPolicy()
@@ -157,16 +164,27 @@ def select_hits(
 ) -> list[MemoryHit]:
     """The hits recall keeps (thresholds, owner, sensitivity, count), in their order."""
     asked = set(query_tokens(text).terms)
+    kinds = concepts_of(text)
     chosen: list[MemoryHit] = []
+    extra = 0
     for hit in hits:
         record = hit.record
         if record.user_id != user_id:  # the store never returns one; checked all the same
             log.error("memory_recall_foreign_hit", memory_id=record.id)
             continue
+        if contains_secret(record.content):  # written before secrets were kept out: never told
+            continue
         threshold = policy.min_score if hit.vector_score is not None else policy.keyword_min_score
         if hit.score < threshold:
-            continue
-        if record.sensitive and not _asked_about(hit, asked, policy):
+            # The user's own "记住…" answers the follow-ups that only name its kind (seed
+            # 001 §5.3): eligible on a weaker match, a few per recall.
+            weak = (
+                record.explicit and hit.score >= policy.explicit_min_score and hit.keyword_score > 0
+            )
+            if not weak or extra >= policy.explicit_extra:
+                continue
+            extra += 1
+        if record.sensitive and not _asked_about(hit, asked, kinds, policy):
             continue
         chosen.append(hit)
         if len(chosen) >= policy.max_items:
@@ -174,9 +192,14 @@ def select_hits(
     return chosen
 
 
-def _asked_about(hit: MemoryHit, asked: set[str], policy: RecallPolicy) -> bool:
-    """Whether the message is about a sensitive memory's topic (see the module docstring)."""
+def _asked_about(hit: MemoryHit, asked: set[str], kinds: set[str], policy: RecallPolicy) -> bool:
+    """Whether the message is about a sensitive memory's topic (see the module docstring):
+    it shares a word with the memory's topic or tags, or asks about a kind of thing the memory
+    is about ("我的快递" for an order id, "我住哪" for an address)."""
     record = hit.record
+    about = " ".join((record.content, record.topic or "", *record.tags))
+    if kinds and hit.keyword_score > 0 and kinds & concepts_of(about):
+        return True  # the kind matched in the index, not merely close in meaning
     labels = " ".join((record.topic or "", *record.tags)).strip()
     if labels:
         return bool(asked & set(query_tokens(labels).terms))

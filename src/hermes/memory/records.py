@@ -3,12 +3,15 @@ may write, and the validation that refuses bad input with one clear sentence."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
 from hermes.errors import InvalidIdError, InvalidInputError
+from hermes.session.privacy import contains_secret
 
 MemoryKind = Literal["preference", "fact", "habit", "event"]
 MEMORY_KINDS: Final[tuple[MemoryKind, ...]] = get_args(MemoryKind)
@@ -30,6 +33,14 @@ MAX_TAG_CHARS: Final = 64
 #: SQL term (on table alias ``m``, one ``?`` parameter: now) for an active memory: neither
 #: superseded nor expired (the SQL form of :meth:`MemoryRecord.is_active`).
 ACTIVE_SQL: Final = "m.superseded_by IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?)"
+
+#: The columns a memory row is read with (table alias ``m``), for :func:`record_from_row`.
+RECORD_COLUMNS = (
+    "m.rid, m.id, m.user_id, m.kind, m.content, m.confidence, m.source_session, m.created_at, "
+    "m.updated_at, m.last_recalled_at, m.recall_count, m.expires_at, m.superseded_by, "
+    "m.sensitive, m.topic, m.tags, m.tier, m.demoted_at, m.explicit, m.superseded_reason, "
+    "m.subject"
+)
 
 _MEMORY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 
@@ -202,6 +213,12 @@ def validate_content(value: object) -> str:
         )
     if "\x00" in text:
         raise InvalidInputError("memory content contains a NUL character")
+    if contains_secret(text):  # seed 003 §2.1: secrets are not memories
+        raise InvalidInputError(
+            "memory content holds a secret (a password, PIN, card or ID number, key or token); "
+            "Hermes does not keep secrets / 记忆内容含有密码、卡号、证件号或密钥等机密信息，"
+            "Hermes 不保存机密信息"
+        )
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: bytes that were not UTF-8 (argv, a file)
@@ -272,3 +289,35 @@ def validate_memory_id(value: object) -> str:
         shown = repr(value)[:60]
         raise InvalidIdError(f"memory id {shown} is not valid (letters, digits and . _ : @ -)")
     return value
+
+
+def record_from_row(row: Sequence[Any]) -> MemoryRecord:
+    """A record from a row selected as ``RECORD_COLUMNS``."""
+    (_, mid, uid, kind, content, conf, src, created, updated, recalled, count, expires, sup,
+     sensitive, topic, tags, tier, demoted, explicit, reason, subject) = row[:21]  # fmt: skip
+    try:
+        loaded = json.loads(tags)
+    except ValueError:
+        loaded = []
+    return MemoryRecord(
+        id=mid,
+        user_id=uid,
+        kind=kind,
+        content=content,
+        confidence=conf,
+        source_session=src,
+        created_at=created,
+        updated_at=updated,
+        last_recalled_at=recalled,
+        recall_count=count,
+        expires_at=expires,
+        superseded_by=sup,
+        sensitive=bool(sensitive),
+        topic=topic,
+        tags=tuple(str(t) for t in loaded) if isinstance(loaded, list) else (),
+        tier=tier,
+        demoted_at=demoted,
+        explicit=bool(explicit),
+        superseded_reason=reason,
+        subject=subject,
+    )

@@ -67,7 +67,6 @@ names at all (older than an hour) are swept.
 from __future__ import annotations
 
 import asyncio
-import re
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
@@ -75,10 +74,25 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from hermes.errors import InvalidInputError
-from hermes.memory.keywords import MAX_QUERY_TOKENS, normalize, query_tokens
-from hermes.memory.longterm import RECORD_COLUMNS, MemoryStore, record_from_row
+from hermes.memory.keywords import MAX_QUERY_TOKENS, query_tokens
+from hermes.memory.longterm import MemoryStore
 from hermes.memory.longterm_schema import bump_user_version, write_transaction
-from hermes.memory.records import ACTIVE_SQL, MemoryNotFoundError, MemoryRecord
+from hermes.memory.records import (
+    ACTIVE_SQL,
+    RECORD_COLUMNS,
+    MemoryNotFoundError,
+    MemoryRecord,
+    record_from_row,
+)
+from hermes.memory.statements import (
+    DIGITS,
+    NEGATION,
+    Statement,
+    canonical,
+    read_statement,
+    relation,
+    squash,
+)
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
 
@@ -191,201 +205,6 @@ class UpkeepReport:
         }
 
 
-# -- what a statement is about -------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Statement:
-    """What the upkeep job reads in a memory's text.
-
-    ``subject``: ``is:<key>``, ``likes:<head>``, ``topic:<topic>`` or None; ``value``: the
-    normalized value or object; ``negative``: a negation or a dislike; ``changed``: it says
-    something changed ("now", "现在", "改…"); ``additive``: "also"/"也"; ``old_value``: the
-    replaced value when named ("over tea", "而不是茶"); ``choice``: a comparative preference
-    ("prefer", "偏好", "更喜欢").
-    """
-
-    subject: str | None
-    value: str = ""
-    negative: bool = False
-    changed: bool = False
-    additive: bool = False
-    old_value: str | None = None
-    choice: bool = False
-
-
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|nobody|nothing|neither|nor|cannot|no longer)\b|n't\b|[不没别勿未]"
-)
-_DIGITS = re.compile(r"\d+")
-_SQUASH = re.compile(r"[\W_]+")
-_TRIM = " \t.。!！?？~～…,，;；:：'\"“”"
-
-_EN_FACTS: tuple[tuple[re.Pattern[str], str | None], ...] = tuple(
-    (re.compile(pattern), key)
-    for pattern, key in (
-        (r"^i (?P<now>now |currently |still )?lives? (?:in|at|near|on) (?P<v>.+)$", "residence"),
-        (r"^i(?:'ve| have| has)? (?P<now>just |recently )?moved to (?P<v>.+)$", "residence"),
-        (r"^i (?P<now>now |currently )?works? (?:at|for|in|as) (?P<v>.+)$", "work"),
-        (r"^i(?:'m| am| is) (?P<now>now |originally )?from (?P<v>.+)$", "hometown"),
-        (r"^my name is (?P<now>now )?(?P<v>.+)$", "name"),
-        (r"^i(?:'m| am| is) (?P<now>now )?(?P<v>\d{1,3}) years? old$", "age"),
-        (r"^my (?P<k>[a-z][\w'-]*(?: [a-z][\w'-]*){0,3}?) (?:is|are) (?P<now>now )?(?P<v>.+)$",
-         None),
-    )
-)  # fmt: skip
-_ZH_FACTS: tuple[tuple[re.Pattern[str], str | None], ...] = tuple(
-    (re.compile(pattern), key)
-    for pattern, key in (
-        (r"^我(?P<now>现在|目前|已经)?(?:住在|住|家在|生活在)(?P<v>.+)$", "residence"),
-        (r"^我(?P<now>现在|目前|已经)?搬(?:家)?(?:到|去)了?(?P<v>.+)$", "residence"),
-        (r"^我(?P<now>现在|目前)?在(?P<v>.+?)(?:工作|上班|任职)", "work"),
-        (r"^我(?P<now>)(?:来自|老家是|老家在|的老家是)(?P<v>.+)$", "hometown"),
-        (r"^我(?P<now>)(?:叫|的名字(?:是|叫))(?P<v>.+)$", "name"),
-        (r"^我的(?P<k>[^，,。是为叫在]{1,12}?)(?P<now>现在|目前|已经)?"
-         r"(?:是|为|叫|在|改成了?|换成了?|改为)(?P<v>.+)$", None),
-    )
-)  # fmt: skip
-
-_EN_PREFERENCE = re.compile(
-    r"^i (?P<adv>(?:(?:really|now|actually|also|still|totally|absolutely|much|mostly|generally"
-    r"|definitely|truly|do|does|don't|doesn't|do not|does not|no longer|never|rather|even"
-    r"|currently|kind of|sort of)\s+)*)(?P<verb>likes?|loves?|prefers?|enjoys?|hates?"
-    r"|dislikes?|adores?|despises?|can't stand|cannot stand)\s+(?P<obj>.+)$"
-)
-_EN_NEGATIVE = re.compile(
-    r"\b(?:don't|doesn't|do not|does not|no longer|never)\b|^(?:hate|dislike|despise|can|cannot)"
-)
-_EN_CHANGED_ADV = re.compile(r"\b(?:now|no longer|currently)\b")
-_EN_OLD = re.compile(r"\s+(?:over|rather than|instead of|more than|not)\s+(?P<old>.+)$")
-_EN_TAIL = re.compile(
-    r"\s+(?P<w>now|anymore|any more|instead|these days|nowadays|too|as well|a lot|very much"
-    r"|so much)$"
-)
-_EN_ACTIVITIES = frozenset((
-    "drink", "drinking", "eat", "eating", "use", "using", "play", "playing", "read", "reading",
-    "watch", "watching", "listen", "listening", "wear", "wearing", "go", "going", "take",
-    "taking", "travel", "traveling", "travelling", "drive", "driving", "ride", "riding", "cook",
-    "cooking", "write", "writing", "code", "coding", "sit", "sitting", "fly", "flying",
-))  # fmt: skip
-_ZH_PREFERENCE = re.compile(
-    r"^我(?P<adv>(?:现在|目前|最近|如今|已经|其实|一直|还是|也|都|比较|更|最|真的|很|非常|特别"
-    r"|挺|超级|超|蛮|向来|从来|不太|不再|不|没那么|还)*)(?P<verb>喜欢|喜爱|热爱|爱(?!人)|偏好"
-    r"|偏爱|讨厌|厌恶|受不了|改喝|改吃|改用|改成|换成)(?P<obj>.+)$"
-)
-_ZH_CHANGED_ADV = re.compile(r"现在|目前|最近|如今|已经|不再")
-_ZH_OLD = re.compile(r"[，,]?(?:而不是|不再是|不是)(?P<old>[^，,。]+)")
-_ZH_ACTIVITIES = frozenset("喝吃用看听玩穿去读坐开骑打弹唱写做")
-_CHANGE_WORDS = re.compile(
-    r"\b(?:now|no longer|anymore|instead|these days|nowadays)\b|现在|目前|如今|改成|换成|改为|不再"
-)
-
-
-def canonical(text: str) -> str:
-    """``text`` for comparison: NFKC, case-folded, one space, no closing punctuation, and the
-    third person of extracted memories read as the first ("the user's" → "my", "用户" → "我")."""
-    value = " ".join(normalize(text).replace("’", "'").split())
-    value = re.sub(r"^用户", "我", value)
-    value = re.sub(r"^the user's\s+", "my ", value)
-    value = re.sub(r"^the user\s+", "i ", value)
-    return value.strip(_TRIM)
-
-
-def _squash(text: str) -> str:
-    return _SQUASH.sub("", text)
-
-
-def read_statement(content: str, *, topic: str | None = None, sensitive: bool = False) -> Statement:
-    """What ``content`` states and about what (see :class:`Statement`); never raises."""
-    text = canonical(content)
-    found = _fact(text) or _preference(text)
-    if found is not None:
-        return found
-    if topic and not sensitive:  # a sensitive topic is a category ("finance 财务"), not a key
-        key = " ".join(normalize(topic).split())
-        return Statement(f"topic:{key}", _squash(text), changed=bool(_CHANGE_WORDS.search(text)))
-    return Statement(None, _squash(text))
-
-
-def _fact(text: str) -> Statement | None:
-    for pattern, key in _ZH_FACTS if re.match("我", text) else _EN_FACTS:
-        m = pattern.match(text)
-        if m is None:
-            continue
-        name = key or " ".join(m["k"].split())
-        value = m["v"].strip(_TRIM)
-        changed = bool(m["now"])
-        for tail in (" now", "了"):
-            if value.endswith(tail):
-                value, changed = value[: -len(tail)].strip(_TRIM), True
-        value = re.sub(r"^(?:改成|换成|改为)了?", "", value)
-        return Statement(f"is:{name}", _squash(value), changed=changed)
-    return None
-
-
-def _preference(text: str) -> Statement | None:
-    m = _EN_PREFERENCE.match(text)
-    if m is not None:
-        return _en_preference(m["adv"], m["verb"], m["obj"])
-    m = _ZH_PREFERENCE.match(text)
-    if m is not None:
-        return _zh_preference(m["adv"], m["verb"], m["obj"])
-    return None
-
-
-def _en_preference(adv: str, verb: str, obj: str) -> Statement:
-    negative = bool(_EN_NEGATIVE.search(adv) or _EN_NEGATIVE.match(verb))
-    changed = bool(_EN_CHANGED_ADV.search(adv))
-    additive = bool(re.search(r"\balso\b", adv))
-    old = _EN_OLD.search(obj)
-    old_value = None
-    if old is not None:
-        old_value, obj, changed = old["old"].strip(_TRIM), obj[: old.start()], True
-    while (tail := _EN_TAIL.search(obj)) is not None:
-        changed = changed or tail["w"] not in ("too", "as well", "a lot", "very much", "so much")
-        additive = additive or tail["w"] in ("too", "as well")
-        obj = obj[: tail.start()]
-    obj = re.sub(r"^(?:to|the|a|an)\s+", "", obj.strip(_TRIM))
-    words = obj.split()
-    head = words[0] if words and words[0] in _EN_ACTIVITIES else obj
-    choice = verb.startswith("prefer") or re.search(r"\brather\b", adv) is not None
-    old_value = old_value and canonical(old_value)
-    return Statement(f"likes:{head}", _squash(obj), negative, changed, additive, old_value, choice)
-
-
-def _zh_preference(adv: str, verb: str, obj: str) -> Statement:
-    negative = "不" in adv or "没" in adv or verb in ("讨厌", "厌恶", "受不了")
-    changed = bool(_ZH_CHANGED_ADV.search(adv)) or verb.startswith(("改", "换"))
-    additive = "也" in adv or re.search("还(?!是)", adv) is not None
-    old = _ZH_OLD.search(obj)
-    old_value = None
-    if old is not None:
-        old_value, obj, changed = old["old"].strip(_TRIM), obj[: old.start()], True
-    obj = obj.strip(_TRIM)
-    if obj.endswith(("了", "啦")):
-        obj, changed = obj[:-1].strip(_TRIM), True
-    if verb in ("改喝", "改吃", "改用"):
-        obj = verb[1] + obj
-    head = obj[0] if obj and obj[0] in _ZH_ACTIVITIES else obj
-    choice = "更" in adv or verb in ("偏好", "偏爱")
-    return Statement(f"likes:{head}", _squash(obj), negative, changed, additive, old_value, choice)
-
-
-def relation(older: Statement, newer: Statement) -> Literal["same", "replaces"] | None:
-    """How a newer statement stands to an older one of the same kind (None: unrelated)."""
-    subject = newer.subject
-    if subject is None or older.subject != subject:
-        return None
-    if subject.startswith("is:"):
-        return "same" if older.value == newer.value else "replaces"
-    if older.value == newer.value:  # the same object: restated, or its polarity flipped
-        return "same" if older.negative == newer.negative else "replaces"
-    if newer.additive or not newer.changed:
-        return None
-    # "现在更喜欢喝拿铁" replaces "喜欢喝美式", but "不再喜欢喝咖啡" does not replace "喜欢喝茶".
-    return "replaces" if older.negative == newer.negative else None
-
-
 # -- near-duplicates -----------------------------------------------------------------------
 
 
@@ -410,10 +229,10 @@ class _Text:
     def of(cls, content: str) -> _Text:
         text = canonical(content)
         return cls(
-            _squash(text),
+            squash(text),
             _tokens(text),
-            bool(_NEGATION.search(text)),
-            tuple(sorted(_DIGITS.findall(text))),
+            bool(NEGATION.search(text)),
+            tuple(sorted(DIGITS.findall(text))),
         )
 
 
