@@ -17,6 +17,7 @@ from hermes import Agent, tool
 from hermes.memory.facade import Memory
 from hermes.models.base import ModelRequest, ModelResponse
 from hermes.observe import configure_logging, reset_logging
+from hermes.session.inbound import PERSONAL_DATA_KEY
 from hermes.session.privacy import MARKER_EN, MARKER_ZH
 from hermes.testing import FunctionModel, call, say
 
@@ -145,6 +146,9 @@ async def test_personal_data_stays_usable_and_is_flagged(tmp_path: Path) -> None
         assert "13812345678" in item.content
         assert item.meta is not None
         assert set(item.meta["personal"]) >= {"phone", "address"}
+        record = await agent.store.load_session("s-personal-1")
+        assert record is not None
+        assert set(record.state.scratch[PERSONAL_DATA_KEY]) >= {"phone", "address"}
     finally:
         await agent.aclose()
 

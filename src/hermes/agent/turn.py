@@ -117,6 +117,7 @@ async def run_turn(
     # Secrets out, sticky facts and personal data marked (seed 003 §2.1): from here on the turn
     # only ever sees ``incoming.text``.
     incoming = read_inbound(message.content, trace_id=trace_id, meta=meta)
+    incoming.flag(turn.state.scratch)
     turn.fsm.fire("receive_input", text=incoming.text)
     # The message is stored before anything can fail: nothing the user said is ever lost.
     stored = await turn.append(rt.store, [incoming.item])

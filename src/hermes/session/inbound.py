@@ -28,7 +28,11 @@ from hermes.session.privacy import (
 )
 from hermes.session.sticky import sticky_facts
 
-__all__ = ["Inbound", "read_inbound"]
+__all__ = ["PERSONAL_DATA_KEY", "Inbound", "read_inbound"]
+
+#: Where a session's ``sensitive_flag`` lives in ``SessionState.scratch`` (seed 003 §2.1): the
+#: kinds of personal data its messages held, sorted; exports and logs mask a flagged session.
+PERSONAL_DATA_KEY = "personal_data"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,16 @@ class Inbound:
 
     #: The reply is the notice alone: nothing but secrets, or a request to recite one.
     answer_alone: bool = False
+    #: The kinds of personal data the message holds (phone, address, order_id …).
+    personal: tuple[str, ...] = ()
+
+    def flag(self, scratch: dict[str, Any]) -> None:
+        """Add the message's kinds of personal data to the session's flag (in its scratch)."""
+        if not self.personal:
+            return
+        known = scratch.get(PERSONAL_DATA_KEY)
+        kinds = set(known) if isinstance(known, list) else set()
+        scratch[PERSONAL_DATA_KEY] = sorted(kinds | set(self.personal))
 
     def notice(self, chinese: bool) -> str | None:
         """What the reply must say about secrets (None: nothing to say)."""
@@ -79,4 +93,4 @@ def read_inbound(content: str, *, trace_id: str, meta: dict[str, Any]) -> Inboun
     item = Item("user", "text", text, sticky=bool(facts), trace_id=trace_id, meta=meta)
     asked = asks_for_secret(text)
     alone = asked is not None or (redaction.removed and only_secrets(text))
-    return Inbound(text, item, redaction.kinds, asked, alone)
+    return Inbound(text, item, redaction.kinds, asked, alone, personal)
