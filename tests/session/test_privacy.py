@@ -75,6 +75,12 @@ def test_talk_about_secrets_and_ordinary_numbers_are_kept(text: str) -> None:
     assert not redact_secrets(text).removed
 
 
+def test_the_rest_of_a_message_with_a_secret_stays_worth_reading() -> None:
+    redacted = redact_secrets("记住我的订单号是ORD-1，密码是123456。谢谢").text
+    assert privacy.without_secret_clauses(redacted) == "记住我的订单号是ORD-1，谢谢"
+    assert privacy.without_secret_clauses("no secret here") == "no secret here"
+
+
 def test_a_message_of_nothing_but_secrets_is_told_apart_from_a_mixed_one() -> None:
     assert only_secrets(redact_secrets("记住我的银行卡密码是123456").text)
     assert only_secrets(redact_secrets("my PIN is 4321, thanks").text)

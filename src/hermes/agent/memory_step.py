@@ -47,7 +47,7 @@ from hermes.memory.working import Reference, WorkingMemory
 from hermes.models.base import ModelResponse, ToolCall
 from hermes.models.brain.phrases import Lang
 from hermes.observe import get_logger
-from hermes.session.privacy import has_secret_marker
+from hermes.session.privacy import has_secret_marker, without_secret_clauses
 from hermes.session.tokens import message_tokens
 from hermes.tools.base import ToolResult
 from hermes.tools.builtin.memory_tools import MEMORY_TOOLS, MEMORY_USER_ASKED_KEY
@@ -222,7 +222,7 @@ _REMEMBER_CUE = re.compile(
 def _explicit_requests(text: str, now: datetime | None = None) -> list[MemoryCandidate]:
     """The explicit "记住…" / "remember that…" memories of the user's own message (rules)."""
     try:
-        found = extract_candidates(text[:MAX_SCAN_CHARS], now=now)
+        found = extract_candidates(without_secret_clauses(text)[:MAX_SCAN_CHARS], now=now)
         # A removed secret ("记住我的密码是[已隐去的机密]") is never saved, so never announced.
         return [c for c in found if c.explicit and not has_secret_marker(c.content)]
     except Exception as exc:  # noqa: BLE001 - the cue regex still decides whether they asked

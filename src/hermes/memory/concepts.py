@@ -34,8 +34,8 @@ __all__ = ["CONCEPTS", "concept_tokens", "concepts_of", "expand", "indexed_text"
 #: an optional plural "s"/"es"; Chinese words match anywhere (no spaces to match on).
 CONCEPTS: Final[dict[str, tuple[tuple[str, ...], str, str]]] = {
     "order": ((),
-              "订单 单号 快递 包裹 物流 发货 到货 收货 配送 运单 寄件 签收 派送 下单 网购 退货"
-              " 买的东西",
+              "订单 单号 快递 快件 包裹 物流 发货 到货 收货 配送 运单 寄件 寄出 取件 签收 派送 下单"
+              " 网购 退货 买的东西",
               "order ordered package parcel shipment shipping shipped ship delivery delivered "
               "deliver tracking courier purchase purchased"),
     "home": ((),

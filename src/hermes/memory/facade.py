@@ -54,7 +54,7 @@ from hermes.memory.tiers import ToolMemory
 from hermes.models.brain.phrases import Lang
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
-from hermes.session.privacy import contains_secret
+from hermes.session.privacy import contains_secret, without_secret_clauses
 from hermes.sqlite_support import SQLiteWorker
 from hermes.tools.builtin.memory_tools import MEMORY_KEY  # where tools find the agent's Memory
 
@@ -279,6 +279,7 @@ class Memory:
         if store is None:
             return []
         now = self.now()
+        text = without_secret_clauses(text)  # what the rest of a message says may still count
         candidates: list[MemoryCandidate] = []
         if self.extractor is not None:
             candidates.extend(

@@ -23,15 +23,21 @@ from datetime import date
 from typing import Final, Literal
 
 __all__ = [
+    "MARKER_EN",
+    "MARKER_ZH",
     "SECRET_MARKERS",
+    "PersonalKind",
     "Redaction",
+    "SecretKind",
     "asks_for_secret",
+    "contains_secret",
     "has_secret_marker",
     "mask_personal",
     "only_secrets",
     "personal_kinds",
     "redact_secrets",
     "secret_notice",
+    "without_secret_clauses",
 ]
 
 SecretKind = Literal[
@@ -250,11 +256,21 @@ def contains_secret(text: str) -> bool:
 
 
 _CLAUSES = re.compile(r"[^，,。；;！!？?\n]+")
+_CLAUSE_WITH_END = re.compile(r"[^，,。；;！!？?\n]+[，,。；;！!？?\n]*")
 _FILLER = re.compile(
     r"^(?:请|请你|麻烦|帮我|帮忙|你|好的|好|嗯|哦|谢谢|thanks?|thank\s+you|please|ok|okay|also|and"
     r"|then|btw|hi|hello|hey|一下|吧|啊|呀|哈|了)*$",
     re.IGNORECASE,
 )
+
+
+def without_secret_clauses(redacted: str) -> str:
+    """A redacted text without the clauses that held a secret: "记住我的订单号是ORD-1，密码是
+    [已隐去的机密]" → "记住我的订单号是ORD-1" (what is left may still be worth remembering)."""
+    if not has_secret_marker(redacted):
+        return redacted
+    kept = [m[0] for m in _CLAUSE_WITH_END.finditer(redacted) if not has_secret_marker(m[0])]
+    return "".join(kept).strip(" ，,；;")
 
 
 def only_secrets(redacted: str) -> bool:
