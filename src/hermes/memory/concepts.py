@@ -7,7 +7,9 @@ bridges the two sides:
 
 - **the memory side**: :func:`concept_tokens` names the kinds a memory's text is about — the
   kinds its words name and their broader kinds (a latte is coffee, coffee is a drink) — and
-  the keyword index stores them as one token each (``kindorder``, ``kinddrink`` …);
+  the keyword index stores them as one token each, of the memory's owner (``k<owner>order``):
+  a kind is common across all users' memories, and a token of its own per user keeps FTS5
+  reading only that user's memories of the kind, so a search costs what it cost before;
 - **the query side**: :func:`expand` adds, for each kind word of a first-person query ("my
   package", "我的快递", "我住哪"), that kind's token as an alternative of the word (a
   :class:`~hermes.memory.keywords.Group`, scored like a translation: the better of the word
@@ -26,7 +28,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from hermes.memory.keywords import Group, Tok, Tokens, normalize, tokenize
+from hermes.memory.keywords import Group, Tok, Tokens, normalize, owner_token, tokenize
 
 __all__ = ["CONCEPTS", "concept_tokens", "concepts_of", "expand", "indexed_text", "kind_token"]
 
@@ -92,13 +94,11 @@ CONCEPTS: Final[dict[str, tuple[tuple[str, ...], str, str]]] = {
     "birthday": ((), "生日 出生", "birthday born birth"),
 }  # fmt: skip
 
-#: The prefix of a kind's index token: ``kindorder``; no memory's own words look like it.
-_PREFIX: Final = "kind"
 
-
-def kind_token(concept: str) -> str:
-    """The index token of a kind (one word for the tokenizer: letters only)."""
-    return _PREFIX + concept
+def kind_token(concept: str, user_id: str) -> str:
+    """The index token of a kind in ``user_id``'s memories (one word for the tokenizer:
+    letters and digits; no memory's own words look like it)."""
+    return f"k{owner_token(user_id)[1:13]}{concept}"
 
 
 def _compile() -> tuple[re.Pattern[str], re.Pattern[str], dict[str, str]]:
@@ -141,23 +141,23 @@ def concepts_of(text: str) -> set[str]:
     return kinds
 
 
-def concept_tokens(text: str) -> str:
-    """The kinds of ``text`` as index tokens, space-separated (``""`` when none)."""
-    return " ".join(kind_token(c) for c in sorted(concepts_of(text)))
+def concept_tokens(text: str, user_id: str) -> str:
+    """The kinds of ``text`` as ``user_id``'s index tokens, space-separated (``""``: none)."""
+    return " ".join(kind_token(c, user_id) for c in sorted(concepts_of(text)))
 
 
-def indexed_text(content: str, topic: str | None, tags: Iterable[str]) -> str:
-    """What keyword search sees of a memory: its content, topic and tags, and the tokens of
-    the kinds they are about."""
+def indexed_text(content: str, topic: str | None, tags: Iterable[str], user_id: str) -> str:
+    """What keyword search sees of a memory of ``user_id``: its content, topic and tags, and
+    the tokens of the kinds they are about."""
     own = " ".join((content, topic or "", *tags))
-    kinds = concept_tokens(own)
+    kinds = concept_tokens(own, user_id)
     return f"{own} {kinds}" if kinds else own
 
 
-def expand(text: str, tokens: Tokens) -> Tokens:
-    """``tokens`` (a query's, maybe with translation groups) with each kind word of a
-    first-person ``text`` given its kind's token as one more alternative (see the module
-    docstring). Unchanged for a query without first person or without kind words."""
+def expand(text: str, tokens: Tokens, user_id: str) -> Tokens:
+    """``tokens`` (a query of ``user_id``'s memories, maybe with translation groups) with each
+    kind word of a first-person ``text`` given its kind's token as one more alternative (see
+    the module docstring). Unchanged for a query without first person or without kind words."""
     if _FIRST_PERSON.search(text[:_SCAN_CHARS]) is None:
         return tokens
     by_concept: dict[str, list[Tok]] = {}
@@ -175,7 +175,7 @@ def expand(text: str, tokens: Tokens) -> Tokens:
         return tokens
     groups = list(tokens.groups)
     for concept, originals in by_concept.items():
-        groups = _merged(groups, tuple(originals), ((0, kind_token(concept)),))
+        groups = _merged(groups, tuple(originals), ((0, kind_token(concept, user_id)),))
     return Tokens(tokens.terms, tokens.chars, tuple(groups))
 
 

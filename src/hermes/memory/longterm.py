@@ -166,7 +166,7 @@ UNSET: Final = _Unset()
 def _indexed_text(record: MemoryRecord) -> str:
     """What keyword search sees of a memory: its content, topic and tags, and the kinds they
     are about (``hermes.memory.concepts``)."""
-    return indexed_text(record.content, record.topic, record.tags)
+    return indexed_text(record.content, record.topic, record.tags, record.user_id)
 
 
 class MemoryStore(SQLiteWorker):
@@ -887,7 +887,7 @@ def _keyword_search(
     if query.lexicon is not None:  # on the worker: opening the lexicon costs ~40 ms once
         lexicon = load_lexicon(wait=False) if query.lexicon == "auto" else query.lexicon
         tokens = expand(query.text, tokens, lexicon)
-    tokens = concepts.expand(query.text, tokens)  # "my package" also asks for kindorder
+    tokens = concepts.expand(query.text, tokens, query.user_id)  # "my package": its kind too
     docs = document_counts(conn, query.user_id, tokens)  # the user's own statistics
     stats = corpus_stats(conn, query.user_id)
     match = build_match(owner_token(query.user_id), candidate_tokens(tokens, docs, stats.rows))

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
-from hermes.memory.concepts import indexed_text
-from hermes.memory.keywords import index_row, rebuild_user_stats
+from hermes.memory.concepts import concept_tokens, indexed_text
+from hermes.memory.keywords import index_row, owner_token, rebuild_user_stats, token_count
 from hermes.session.migrations import apply_migrations
 from hermes.sqlite_support import write_transaction
 
@@ -97,45 +97,77 @@ _SCHEMA_V3: Final = (
 def _reindex_kinds(conn: sqlite3.Connection) -> None:
     """Index every memory again with the kinds it is about (``hermes.memory.concepts``), so
     memories written before recall knew kinds answer "my package", "我住哪" as new ones do.
-    In batches by rid; the users' keyword statistics are counted afresh at the end. A row the
-    index never held (written by hand, or by a crash of an old version) is indexed now."""
+
+    A memory's words are indexed already: only its kind tokens are added to its ``terms``
+    (and to its user's statistics, which stay exact without a recount); a row whose words the
+    index never held is indexed whole. The FTS5 index is emptied and filled again in batches
+    by rid (bulk inserts; a contentless table deletes a row only given its exact tokens)."""
+    conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('delete-all')")
+    owners: dict[str, str] = {}
     after = 0
     while True:
         rows = conn.execute(
             "SELECT rid, user_id, content, topic, tags, terms, chars FROM memories "
-            "WHERE rid > ? ORDER BY rid LIMIT 500",
+            "WHERE rid > ? ORDER BY rid LIMIT 1000",
             (after,),
         ).fetchall()
         if not rows:
             break
         after = rows[-1][0]
-        for rid, user_id, content, topic, tags, terms, chars in rows:
-            try:
-                loaded = json.loads(tags)
-            except ValueError:
-                loaded = []
-            names = [str(t) for t in loaded] if isinstance(loaded, list) else []
-            owner, new_terms, new_chars = index_row(user_id, indexed_text(content, topic, names))
-            indexed = conn.execute(
-                "SELECT rowid FROM memory_fts WHERE rowid = ?", (rid,)
-            ).fetchone()
-            if indexed is not None and (new_terms, new_chars) == (terms, chars):
-                continue
-            if indexed is not None:  # contentless: the exact tokens it holds say what to delete
-                conn.execute(
-                    "INSERT INTO memory_fts (memory_fts, rowid, owner, terms, chars) "
-                    "VALUES ('delete', ?, ?, ?, ?)",
-                    (rid, owner, terms, chars),
-                )
-            conn.execute(
-                "INSERT INTO memory_fts (rowid, owner, terms, chars) VALUES (?, ?, ?, ?)",
-                (rid, owner, new_terms, new_chars),
+        indexed: list[tuple[int, str, str, str]] = []
+        changed: list[tuple[str, str, int]] = []
+        added: dict[str, tuple[list[str], list[str]]] = {}
+        for row in rows:
+            rid, user_id, terms, chars = row[0], row[1], row[5], row[6]
+            new_terms, new_chars = _with_kinds(row)
+            owner = owners.setdefault(user_id, owner_token(user_id))
+            indexed.append((rid, owner, new_terms, new_chars))
+            if (new_terms, new_chars) != (terms, chars):
+                changed.append((new_terms, new_chars, rid))
+                counts = added.setdefault(user_id, ([], []))
+                counts[0].extend(set(new_terms.split()) - set(terms.split()))
+                counts[1].extend(set(new_chars.split()) - set(chars.split()))
+                _count_tokens(conn, user_id, (terms, chars), (new_terms, new_chars))
+        conn.executemany(
+            "INSERT INTO memory_fts (rowid, owner, terms, chars) VALUES (?, ?, ?, ?)", indexed
+        )
+        conn.executemany("UPDATE memories SET terms = ?, chars = ? WHERE rid = ?", changed)
+        for user_id, (terms_added, chars_added) in added.items():
+            conn.executemany(
+                "INSERT INTO memory_user_terms (user_id, term, docs) VALUES (?, ?, 1) "
+                "ON CONFLICT (user_id, term) DO UPDATE SET docs = docs + 1",
+                [(user_id, token) for token in (*terms_added, *chars_added)],
             )
-            conn.execute(
-                "UPDATE memories SET terms = ?, chars = ? WHERE rid = ?",
-                (new_terms, new_chars, rid),
-            )
-    rebuild_user_stats(conn)
+
+
+def _with_kinds(row: tuple[Any, ...]) -> tuple[str, str]:
+    """A row's (terms, chars) with its kind tokens; the whole row when it was never indexed.
+    ``row``: rid, user_id, content, topic, tags, terms, chars."""
+    _, user_id, content, topic, tags, terms, chars = row
+    try:
+        loaded = json.loads(tags)
+    except ValueError:
+        loaded = []
+    names = [str(t) for t in loaded] if isinstance(loaded, list) else []
+    if not terms and not chars:
+        _, new_terms, new_chars = index_row(user_id, indexed_text(content, topic, names, user_id))
+        return new_terms, new_chars
+    kinds = concept_tokens(" ".join((content, topic or "", *names)), user_id)
+    if not kinds or kinds in terms:
+        return terms, chars
+    return (f"{terms} {kinds}" if terms else kinds), chars
+
+
+def _count_tokens(
+    conn: sqlite3.Connection, user_id: str, before: tuple[str, str], after: tuple[str, str]
+) -> None:
+    """Add the tokens a row gained to its user's token totals (rows are counted already)."""
+    gained_terms = token_count(after[0]) - token_count(before[0])
+    gained_chars = token_count(after[1]) - token_count(before[1])
+    conn.execute(
+        "UPDATE memory_user_stats SET terms = terms + ?, chars = chars + ? WHERE user_id = ?",
+        (gained_terms, gained_chars, user_id),
+    )
 
 
 # What a memory is about (issue: recall that does not hinge on wording): every memory is indexed
