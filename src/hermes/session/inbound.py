@@ -19,8 +19,10 @@ from typing import Any
 
 from hermes.session.items import Item
 from hermes.session.privacy import (
+    Redaction,
     SecretKind,
     asks_for_secret,
+    may_hold_secret,
     only_secrets,
     personal_kinds,
     redact_secrets,
@@ -79,7 +81,8 @@ class Inbound:
 
 def read_inbound(content: str, *, trace_id: str, meta: dict[str, Any]) -> Inbound:
     """The user's ``content`` made ready to store and work with (see the module docstring)."""
-    redaction = redact_secrets(content)
+    suspect = may_hold_secret(content)  # most messages: no secret, nothing more to look at
+    redaction = redact_secrets(content) if suspect else Redaction(content)
     text = redaction.text
     facts = sticky_facts(text)
     meta = dict(meta)
@@ -91,6 +94,6 @@ def read_inbound(content: str, *, trace_id: str, meta: dict[str, Any]) -> Inboun
     if personal:
         meta["personal"] = list(personal)
     item = Item("user", "text", text, sticky=bool(facts), trace_id=trace_id, meta=meta)
-    asked = asks_for_secret(text)
+    asked = asks_for_secret(text) if suspect else None
     alone = asked is not None or (redaction.removed and only_secrets(text))
     return Inbound(text, item, redaction.kinds, asked, alone, personal)

@@ -33,6 +33,7 @@ __all__ = [
     "contains_secret",
     "has_secret_marker",
     "mask_personal",
+    "may_hold_secret",
     "only_secrets",
     "personal_kinds",
     "redact_secrets",
@@ -180,13 +181,14 @@ _MAY_HOLD_SECRET = re.compile(
 )
 
 
-def _may_hold_secret(text: str) -> bool:
+def may_hold_secret(text: str) -> bool:
+    """Whether ``text`` can hold a secret at all (a cheap first look; False is certain)."""
     return _MAY_HOLD_SECRET.search(text.lower()) is not None
 
 
 def _spans(text: str) -> list[tuple[int, int, SecretKind]]:
     """The secrets of ``text`` as (start, end, kind), in order, overlaps merged."""
-    return _find(text) if _may_hold_secret(text) else []
+    return _find(text) if may_hold_secret(text) else []
 
 
 def _find(text: str) -> list[tuple[int, int, SecretKind]]:
@@ -313,7 +315,7 @@ def asks_for_secret(text: str) -> SecretKind | None:
     """The kind of secret the user asks Hermes to recite ("我的密码是多少？", "what's my PIN?"),
     or None. Questions about a secret's rules ("密码是多少位？") are not such requests."""
     head = text[:_SCAN_CHARS] if isinstance(text, str) else ""
-    if not _may_hold_secret(head):
+    if not may_hold_secret(head):
         return None
     for kind, pattern in _ASK_PATTERNS:
         if pattern.search(head):
