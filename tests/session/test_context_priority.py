@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from hermes.session.context import (
     FRESH_FLOOR_TOKENS,
+    STICKY_BUDGET_SHARE,
     STICKY_HEADER,
     build_messages,
     fit_messages,
@@ -342,3 +343,30 @@ def test_the_order_holds_when_the_results_arrive_during_the_turn(conv: Conversat
         total, _ = fit_messages(messages, total, budget)
     assert total == messages_tokens(messages)
     _check_order(conv, messages, total, budget)
+
+
+def test_sticky_notes_take_at_most_their_share_and_keep_what_the_user_asked_to_keep():
+    asked = user(
+        "记住我的会员号是 VIP-30071",
+        sticky=True,
+        meta={"sticky": ["keep: 我的会员号是 VIP-30071", "account: VIP-30071"]},
+    )
+    stated = [
+        user(
+            f"my order id is ORD-{n:05d}", sticky=True, meta={"sticky": [f"order_id: ORD-{n:05d}"]}
+        )
+        for n in range(300)
+    ]
+    built = build_messages(
+        ContextSlice(
+            sticky=numbered([asked, *stated]), summary=None, window=numbered(turn_with([]))
+        ),
+        system_prompt=None,
+        budget_tokens=3000,
+    )
+    (notes,) = [m["content"] for m in built.messages if m["content"].startswith(STICKY_HEADER)]
+    assert count_tokens(notes) <= 3000 * STICKY_BUDGET_SHARE + 40
+    assert "VIP-30071" in notes  # what the user asked to keep goes last
+    assert "ORD-00299" in notes  # then the newest
+    assert "ORD-00000" not in notes
+    assert notes.index("VIP-30071") < notes.index("ORD-00299")  # still in the order said

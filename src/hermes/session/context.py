@@ -22,12 +22,13 @@ from typing import Any
 from hermes.session.fitting import FRESH_FLOOR_TOKENS, fit
 from hermes.session.items import ContextSlice, Item
 from hermes.session.sticky import STICKY_HEADER, sticky_line
-from hermes.session.tokens import REPLY_PRIMING, message_tokens
+from hermes.session.tokens import REPLY_PRIMING, count_tokens, message_tokens
 
 __all__ = [
     "DEFAULT_ROUNDS",
     "FRESH_FLOOR_TOKENS",
     "MISSING_RESULT",
+    "STICKY_BUDGET_SHARE",
     "STICKY_HEADER",
     "SUMMARY_HEADER",
     "BuiltContext",
@@ -80,7 +81,7 @@ def build_messages(
 ) -> BuiltContext:
     """The chat messages for ``slice``, repaired and fitted to ``budget_tokens`` in the order
     of sacrifice of :func:`hermes.session.fitting.fit` (the last round is this turn)."""
-    messages = _head(slice, system_prompt, extra_system)
+    messages = _head(slice, system_prompt, extra_system, budget_tokens)
     rounds, repaired, sticky = _rounds(slice.window)
     for round_messages in rounds:
         messages.extend(round_messages)
@@ -89,18 +90,49 @@ def build_messages(
     return BuiltContext(messages, fitted.tokens, fitted.dropped_rounds, repaired, fitted.truncated)
 
 
-def _head(slice: ContextSlice, system_prompt: str | None, extra: list[str] | None) -> list[Message]:
+def _head(
+    slice: ContextSlice, system_prompt: str | None, extra: list[str] | None, budget: int
+) -> list[Message]:
     head: list[Message] = []
     if system_prompt:
         head.append({"role": "system", "content": system_prompt})
     summary = slice.summary
     if summary is not None and summary.content.strip():
         head.append({"role": "system", "content": SUMMARY_HEADER + summary.content})
-    notes = [_sticky_line(item) for item in slice.sticky if item.kind != "summary"]
+    notes = _sticky_notes([item for item in slice.sticky if item.kind != "summary"], budget)
     if notes:
         head.append({"role": "system", "content": STICKY_HEADER + "\n".join(notes)})
     head.extend({"role": "system", "content": block} for block in extra or () if block)
     return head
+
+
+#: The share of the budget the sticky notes may take: a session where the user states an id in
+#: every message must not crowd out the conversation itself.
+STICKY_BUDGET_SHARE = 0.2
+
+
+def _sticky_notes(items: list[Item], budget: int) -> list[str]:
+    """The sticky items as note lines, oldest first, each said once. Past
+    :data:`STICKY_BUDGET_SHARE` of the budget, what the user asked to keep goes last, then
+    the newest: the oldest of the rest are left out."""
+    lines = list(dict.fromkeys(_sticky_line(item) for item in items))
+    limit = max(64, int(budget * STICKY_BUDGET_SHARE))
+    if count_tokens("\n".join(lines)) <= limit:
+        return lines
+    asked = {_sticky_line(i) for i in items if i.meta and _asked_to_keep(i.meta.get("sticky"))}
+    ranked = sorted(range(len(lines)), key=lambda n: (lines[n] in asked, n), reverse=True)
+    kept: set[int] = set()
+    used = 0
+    for n in ranked:
+        cost = count_tokens(lines[n]) + 1
+        if used + cost <= limit:
+            kept.add(n)
+            used += cost
+    return [line for n, line in enumerate(lines) if n in kept]
+
+
+def _asked_to_keep(facts: object) -> bool:
+    return isinstance(facts, list) and any(str(f).startswith("keep:") for f in facts)
 
 
 def _sticky_line(item: Item) -> str:

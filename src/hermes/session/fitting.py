@@ -187,8 +187,7 @@ def _carry_sticky(messages: list[Message], lines: list[str], fitted: Fitted) -> 
             return
         head += 1
     notes: Message = {"role": "system", "content": STICKY_HEADER + "\n".join(lines)}
-    at = 1 if messages and messages[0].get("role") == "system" else 0
-    messages.insert(min(at, head), notes)
+    messages.insert(head, notes)  # the end of the head: after the instructions and summary
     fitted.tokens += message_tokens(notes)
 
 
