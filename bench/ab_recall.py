@@ -16,16 +16,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from ab_workers import ask, start, stop
 
 SCENARIOS = ("one user of 1,000", "100k memories of one user")
 
@@ -71,28 +71,6 @@ async def _worker() -> None:
         await store.close()
 
 
-def _start(tree: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
-    process = subprocess.Popen(
-        [sys.executable, __file__, "--worker"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert process.stdout is not None
-    assert json.loads(process.stdout.readline()) == {"ready": True}
-    return process
-
-
-def _ask(process: subprocess.Popen[str], **command: Any) -> Any:
-    assert process.stdin is not None
-    assert process.stdout is not None
-    process.stdin.write(json.dumps(command) + "\n")
-    process.stdin.flush()
-    return json.loads(process.stdout.readline())
-
-
 def _p95(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
@@ -110,27 +88,25 @@ def main() -> None:
     if args.worker:
         asyncio.run(_worker())
         return
-    sides = {"A": _start(args.a), "B": _start(args.b)}
+    sides = {"A": start(__file__, args.a), "B": start(__file__, args.b)}
     shapes = {SCENARIOS[0]: (1000, args.memories // 1000), SCENARIOS[1]: (1, args.memories)}
     times: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n, (scenario, (users, per_user)) in enumerate(shapes.items()):
             built = Path(tmp) / f"s{n}-a.db"
-            _ask(sides["A"], do="build", path=str(built), users=users, per_user=per_user, seed=n)
+            ask(sides["A"], do="build", path=str(built), users=users, per_user=per_user, seed=n)
             shutil.copy(built, Path(tmp) / f"s{n}-b.db")
             for name, side in sides.items():
                 path = Path(tmp) / f"s{n}-{name.lower()}.db"
-                opened = _ask(side, do="open", name=scenario, path=str(path), users=users)
+                opened = ask(side, do="open", name=scenario, path=str(path), users=users)
                 print(f"{scenario}: {name} opened its copy in {opened['open_s']:.2f} s")
         for round_ in range(args.rounds):
             for scenario in SCENARIOS:
                 for name, side in sides.items():
-                    batch = _ask(side, do="query", name=scenario, count=args.batch, seed=round_)
+                    batch = ask(side, do="query", name=scenario, count=args.batch, seed=round_)
                     times.setdefault((name, scenario), []).extend(batch)
         for side in sides.values():
-            assert side.stdin is not None
-            side.stdin.close()
-            side.wait(timeout=120)
+            stop(side)
     print(f"A = {args.a}\nB = {args.b}\n{args.rounds} rounds x {args.batch} queries per case")
     print(f"{'case':28} {'A p50':>8} {'A p95':>8} {'B p50':>8} {'B p95':>8} {'B/A p50':>8}")
     for scenario in SCENARIOS:
