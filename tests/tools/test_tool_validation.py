@@ -301,3 +301,96 @@ def test_equal_schemas_built_per_call_share_one_compiled_validator() -> None:
     for _ in range(3):
         validate_arguments(copy.deepcopy(WEATHER), {"city": "x"})
     assert len(validation._by_json) == 1
+
+
+# seed 003 §4.2: a schema's own default never makes a call fail -------------------------------
+def _one(prop: dict[str, Any], *, required: bool = False) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": {"o": prop}}
+    if required:
+        schema["required"] = ["o"]
+    return schema
+
+
+def test_a_null_default_on_a_string_is_left_out() -> None:
+    assert validate_arguments(_one({"type": "string", "default": None}), {}) == {}
+
+
+@pytest.mark.parametrize(
+    ("prop", "expected"),
+    [
+        ({"type": "boolean", "default": "false"}, False),
+        ({"type": "boolean", "default": "TRUE"}, True),
+        ({"type": "integer", "format": "int32", "default": "250"}, 250),
+        ({"type": "number", "default": "0.5"}, 0.5),
+        ({"type": "string", "default": 7}, "7"),
+        ({"type": "array", "items": {"type": "string"}, "default": "all"}, ["all"]),
+        ({"enum": ["asc", "desc"], "default": "DESC"}, "desc"),
+    ],
+)
+def test_a_default_of_the_wrong_type_is_coerced_when_that_is_safe(
+    prop: dict[str, Any], expected: Any
+) -> None:
+    result = validate_arguments(_one(prop), {})
+    assert result == {"o": expected}
+    assert type(result["o"]) is type(expected)
+
+
+@pytest.mark.parametrize(
+    "prop",
+    [
+        {"type": "integer", "default": "all"},
+        {"type": "boolean", "default": "yes"},
+        {"type": "string", "enum": ["a", "b"], "default": ""},
+        {"type": "integer", "minimum": 1, "default": 0},
+        {"type": "string", "pattern": "^[0-9]+$", "default": "none"},
+        {"type": "object", "properties": {"x": {"type": "integer"}}, "default": None},
+        {"type": "object", "properties": {"x": {"type": "integer"}}, "default": {"y": 1}},
+        {"type": "array", "items": {"type": "integer"}, "default": ["a"]},
+    ],
+)
+def test_a_default_that_cannot_be_made_valid_is_left_out(prop: dict[str, Any]) -> None:
+    assert validate_arguments(_one(prop), {}) == {}
+
+
+def test_a_valid_default_is_still_filled_in() -> None:
+    schema = _one({"type": "object", "properties": {"x": {"type": "integer"}}, "default": {}})
+    assert validate_arguments(schema, {}) == {"o": {}}
+
+
+def test_nested_defaults_that_do_not_fit_are_left_out_too() -> None:
+    inner = {
+        "type": "object",
+        "properties": {
+            "flag": {"type": "boolean", "default": "false"},
+            "limit": {"type": "integer", "default": None},
+        },
+    }
+    assert validate_arguments(_one(inner), {"o": {}}) == {"o": {"flag": False}}
+
+
+def test_null_for_an_optional_field_with_a_bad_default_means_not_given() -> None:
+    schema = _one({"type": "string", "default": None})
+    assert validate_arguments(schema, {"o": None}) == {}
+
+
+def test_null_is_kept_where_the_schema_accepts_it() -> None:
+    schema = _one({"type": ["string", "null"], "default": "x"})
+    assert validate_arguments(schema, {"o": None}) == {"o": None}
+    assert validate_arguments(schema, {}) == {"o": "x"}
+
+
+def test_a_required_field_whose_default_does_not_fit_is_still_missing() -> None:
+    error = _error(_one({"type": "integer", "default": "all"}, required=True), {})
+    assert error.problems == [FieldProblem("o", "missing required field")]
+
+
+def test_a_value_that_fits_an_untyped_schema_is_not_rewritten() -> None:
+    # No "type": "items" says what array items must be, not that the value is an array.
+    # (A second field with a default makes the call take the coercion path.)
+    for untyped, value in (
+        ({"items": {"type": "string", "enum": ["text", "audio"]}}, "example"),
+        ({"properties": {"x": {"type": "integer"}}}, "text"),
+    ):
+        schema = _one(untyped)
+        schema["properties"]["n"] = {"type": "integer", "default": 1}
+        assert validate_arguments(schema, {"o": value}) == {"o": value, "n": 1}

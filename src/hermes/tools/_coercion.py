@@ -14,10 +14,16 @@ the reading is unambiguous:
 * a JSON text where an object/array is expected → the parsed value, if it has the right type;
 * ``null`` for an optional field that does not accept null → the field is treated as absent
   (its default, if any, applies);
-* defaults of the schema fill absent properties, at every level of nesting.
+* defaults of the schema fill absent properties, at every level of nesting — coerced by these
+  same rules when they do not fit their own schema (``"default": "false"`` on a boolean is
+  ``False``), and left out when even that does not make them valid (``"default": null`` on a
+  string): a default the caller never sent must never make a call fail (seed 003 §4.2).
 
-Never: ``"abc"`` → int, ``1.5`` → ``1``, a bool → a number or a string. Whatever is not fixed
-here is reported by validation, field by field. The input is never mutated.
+Never: ``"abc"`` → int, ``1.5`` → ``1``, a bool → a number or a string. A value is only
+converted toward a type the schema declares (``type``, ``enum``, ``const``, through ``$ref`` and
+unions): ``items`` or ``properties`` without ``type`` constrain arrays or objects *if* the value
+is one, so they never turn a string into an array. Whatever is not fixed here is reported by
+validation, field by field. The input is never mutated.
 """
 
 from __future__ import annotations
@@ -77,13 +83,17 @@ class Coercer:
     value's type, so a value valid under one of them is never rewritten for another.
     """
 
-    __slots__ = ("_is_valid", "_root")
+    __slots__ = ("_defaults", "_is_valid", "_nulls", "_root")
 
     def __init__(
         self, root: dict[str, Any], is_valid: Callable[[Any, Any], bool] | None = None
     ) -> None:
         self._root = root
         self._is_valid = is_valid
+        #: id(property schema) → its default made valid, or _NO (the root holds the schemas).
+        self._defaults: dict[int, Any] = {}
+        #: id(property schema) → whether null is valid under it.
+        self._nulls: dict[int, bool] = {}
 
     def coerce(self, value: Any, schema: Any, depth: int = 0) -> Any:
         """``value`` made to fit ``schema`` where a safe rule applies; otherwise unchanged."""
@@ -139,10 +149,6 @@ class Coercer:
                     return None
                 found |= sub
             return frozenset(found)
-        if "properties" in schema:
-            return frozenset(("object",))
-        if "items" in schema or "prefixItems" in schema:
-            return frozenset(("array",))
         return None
 
     def _coerce_union(self, value: Any, branches: list[Any], depth: int) -> Any:
@@ -189,13 +195,37 @@ class Coercer:
                 out[key] = self.coerce(item, sub, depth + 1)
         for key, sub in properties.items():
             if key not in out and isinstance(sub, dict) and "default" in sub:
-                default = sub["default"]
-                out[key] = default if isinstance(default, _IMMUTABLE) else copy.deepcopy(default)
+                default = self._usable_default(sub, depth)
+                if default is not _NO:
+                    out[key] = default if isinstance(default, _IMMUTABLE) else copy.deepcopy(default)
         return out
 
     def _accepts_null(self, schema: Any) -> bool:
-        types = self.types_of(schema)
-        return types is None or "null" in types
+        if self._is_valid is None:
+            types = self.types_of(schema)
+            return types is None or "null" in types
+        key = id(schema)
+        accepted = self._nulls.get(key)
+        if accepted is None:  # asked once per sub-schema: an enum or a const may refuse it too
+            accepted = self._nulls[key] = self._is_valid(None, schema)
+        return accepted
+
+    def _usable_default(self, schema: dict[str, Any], depth: int) -> Any:
+        """``schema``'s default as it may be filled in: as written when valid, else safely
+        coerced when that makes it valid, else ``_NO`` (the field stays absent)."""
+        key = id(schema)
+        if key in self._defaults:
+            return self._defaults[key]
+        default = schema["default"]
+        if self._is_valid is None:
+            usable = default  # no validator to ask: the default as written
+        elif self._is_valid(default, schema):
+            usable = default
+        else:
+            coerced = self.coerce(copy.deepcopy(default), schema, depth + 1)
+            usable = coerced if self._is_valid(coerced, schema) else _NO
+        self._defaults[key] = usable
+        return usable
 
     def _coerce_array(self, value: list[Any], schema: dict[str, Any], depth: int) -> list[Any]:
         prefix = schema.get("prefixItems")

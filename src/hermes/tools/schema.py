@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 from pydantic.errors import PydanticUserError
 from pydantic.fields import FieldInfo
@@ -145,7 +146,7 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
         node.pop("title", None)
         return node
 
-    cleaned = closed_schema(transform_schema(schema, drop_title))
+    cleaned = _without_unfit_defaults(closed_schema(transform_schema(schema, drop_title)))
     cleaned.setdefault("type", "object")
     cleaned.setdefault("properties", {})
     cleaned.setdefault("additionalProperties", False)
@@ -153,6 +154,25 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
         del cleaned["required"]
     check_json_schema(cleaned, what="generated schema")
     return cleaned
+
+
+def _without_unfit_defaults(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` without the ``default`` keywords their own sub-schema refuses.
+
+    ``def f(unit: str = None)`` is common: pydantic renders ``{"type": "string", "default":
+    null}``, a default no call may send (validation leaves such a default out anyway, see
+    :mod:`hermes.tools._coercion`); the model is not told about it.
+    """
+    validator = Draft202012Validator(schema)
+
+    def drop_unfit(node: dict[str, Any], _parent: str | None) -> dict[str, Any]:
+        if "default" in node:
+            rest = {key: value for key, value in node.items() if key != "default"}
+            if not validator.evolve(schema=rest).is_valid(node["default"]):
+                return rest
+        return node
+
+    return transform_schema(schema, drop_unfit)
 
 
 def callable_name(fn: Callable[..., Any]) -> str:
