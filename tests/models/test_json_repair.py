@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes.models.json_repair import loads_lenient, strip_code_fence
+from hermes.models.json_repair import lenient_value_end, loads_lenient, strip_code_fence
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
@@ -84,3 +84,20 @@ def test_non_string_input_raises_value_error() -> None:
 def test_strip_code_fence_leaves_unfenced_text_alone() -> None:
     assert strip_code_fence('  {"a": 1} ') == '{"a": 1}'
     assert strip_code_fence("```\n[1]\n```") == "[1]"
+
+
+@pytest.mark.parametrize(
+    ("text", "end"),
+    [
+        ('{"a": 1} tail', 8),
+        ("{'a': '}'} tail", 10),
+        ('[{"a": "]"}, 2]x', 15),
+        ('{"a": "\\"}"} ', 12),
+        ('{"a": 1', None),
+        ("{'a: 1}", None),
+        ("plain", None),
+        ("[" * 300 + "]" * 300, None),  # nested beyond any tool call
+    ],
+)
+def test_lenient_value_end_finds_where_the_leading_value_closes(text: str, end: int | None) -> None:
+    assert lenient_value_end(text, 0) == end

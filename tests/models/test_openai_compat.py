@@ -292,6 +292,50 @@ async def test_hermes_mode_parses_tool_call_blocks(
     assert response.finish_reason == "tool_calls"
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<function=add>{"a": 2, "b": 3}</function>',
+        '```json\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n```',
+        '{"name": "add", "arguments": {"a": 2, "b": 3}}',
+        '<tools>{"name": "add", "arguments": {"a": 2, "b": 3}}</tools>',
+    ],
+)
+@pytest.mark.parametrize("stream", [False, True])
+async def test_hermes_mode_reads_the_other_call_shapes_of_offered_tools(
+    server: FakeChatServer, make_model: ModelFactory, text: str, stream: bool
+) -> None:
+    server.push(Reply.text(text, chunk_size=5))
+    deltas: list[str] = []
+    response = await make_model(tool_mode="hermes", stream=stream).complete(
+        ModelRequest(messages=USER, tools=[ADD], on_text=deltas.append)
+    )
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [("add", {"a": 2, "b": 3})]
+    assert response.finish_reason == "tool_calls"
+    assert deltas == []  # the call was never shown to the user as text
+
+
+async def test_native_mode_reads_a_call_written_as_text_by_a_server_without_a_parser(
+    server: FakeChatServer, make_model: ModelFactory
+) -> None:
+    server.push(Reply.text('<tool_call>{"name": "add", "arguments": {"a": 2, "b": 3}}</tool_call>'))
+    response = await make_model().complete(ModelRequest(messages=USER, tools=[ADD]))
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [("add", {"a": 2, "b": 3})]
+    assert response.content is None
+
+
+async def test_a_json_answer_naming_no_offered_tool_stays_text(
+    server: FakeChatServer, make_model: ModelFactory
+) -> None:
+    answer = '{"name": "Paris", "country": "France"}'
+    server.push(Reply.text(answer))
+    response = await make_model(tool_mode="hermes").complete(
+        ModelRequest(messages=USER, tools=[ADD])
+    )
+    assert response.tool_calls == []
+    assert response.content == answer
+
+
 async def test_hermes_mode_reports_unusable_blocks(
     server: FakeChatServer, make_model: ModelFactory
 ) -> None:

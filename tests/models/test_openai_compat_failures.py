@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from hermes.errors import ModelError
 from hermes.models.base import ModelRequest
 from hermes.models.guard import block_model_requests, model_requests_blocked
-from hermes.models.openai_compat import OpenAICompatModel, _TextRelay, retry_delay
+from hermes.models.openai_compat import OpenAICompatModel, retry_delay
+from hermes.models.stream_relay import TextRelay
 from tests.models.conftest import ModelFactory
 from tests.models.fake_chat_server import FakeChatServer, Reply
 
@@ -232,7 +233,10 @@ def test_backoff_grows_exponentially_with_jitter_and_stays_under_the_cap(
 # streamed text relay (hermes mode) ---------------------------------------------------------
 
 
-@given(st.text(), st.text(), st.lists(st.integers(min_value=1, max_value=12), max_size=30))
+no_fences = st.text(alphabet=st.characters(blacklist_characters="`"))
+
+
+@given(no_fences, no_fences, st.lists(st.integers(min_value=1, max_value=12), max_size=30))
 def test_relay_forwards_exactly_the_text_before_the_first_tool_call(
     before: str, after: str, cuts: list[int]
 ) -> None:
@@ -243,9 +247,45 @@ def test_relay_forwards_exactly_the_text_before_the_first_tool_call(
         position += size
     pieces.append(text[position:])
     received: list[str] = []
-    relay = _TextRelay(received.append, stop_at_tool_call=True)
+    relay = TextRelay(received.append, names=frozenset({"get_weather"}))
     for piece in pieces:
         relay.feed(piece)
     relay.flush()
-    expected = text.split("<tool_call>", 1)[0]
+    markers = ("<tool_call>", "<function", "<tools>", "[TOOL_CALLS]", "<|python_tag|>")
+    if text.lstrip()[:1] in ("{", "["):
+        expected = text  # held to the end (it could be a whole-message call), then released
+    else:
+        expected = text[: min((i for m in markers if (i := text.find(m)) >= 0), default=len(text))]
     assert "".join(received) == expected
+
+
+@pytest.mark.parametrize(
+    ("pieces", "shown"),
+    [
+        (["Let me ", "check. <func", "tion=get_weather>{}"], "Let me check. "),
+        (['  {"name": ', '"get_weather", "arguments": {}}'], ""),
+        (
+            ["Sure.\n``", '`json\n{"name": "get_weather", ', '"arguments": {}}\n```', " Done."],
+            "Sure.\n Done.",
+        ),
+        (
+            ["Code:\n```py", "thon\nprint(1)\n``", "`\nThat is all."],
+            "Code:\n```python\nprint(1)\n```\nThat is all.",
+        ),
+    ],
+)
+def test_relay_never_shows_a_call_in_another_shape(pieces: list[str], shown: str) -> None:
+    received: list[str] = []
+    relay = TextRelay(received.append, names=frozenset({"get_weather"}))
+    for piece in pieces:
+        relay.feed(piece)
+    relay.flush(release=not pieces[0].strip().startswith("{"))
+    assert "".join(received) == shown
+
+
+def test_relay_without_tools_forwards_everything_at_once() -> None:
+    received: list[str] = []
+    relay = TextRelay(received.append)
+    for piece in ["{", "<tool_call>", "```"]:
+        relay.feed(piece)
+    assert received == ["{", "<tool_call>", "```"]

@@ -18,11 +18,29 @@ import json
 import re
 from typing import Any
 
-__all__ = ["loads_lenient", "strip_code_fence"]
+__all__ = ["MAX_REPAIR_CHARS", "lenient_value_end", "loads_lenient", "strip_code_fence"]
 
-_FENCE_RE = re.compile(r"^```[A-Za-z0-9_+-]*[ \t]*\r?\n?(.*?)\r?\n?[ \t]*```$", re.DOTALL)
+#: Longer texts are parsed as strict JSON only (see loads_lenient).
+MAX_REPAIR_CHARS = 256 * 1024
+
+_FENCE_OPEN = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\r?\n?")
 _WORD_RE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _LITERALS = {"True": "true", "False": "false", "None": "null"}
+#: Brackets and quotes: what lenient_value_end looks at.
+_STRUCTURE = re.compile(r"[{}\[\]\"']")
+_STRINGS = {  # unrolled loops: no backtracking per character in a long string
+    '"': re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL),
+    "'": re.compile(r"'[^'\\]*(?:\\.[^'\\]*)*'", re.DOTALL),
+}
+#: Deeper nesting is not a tool call (json.loads would refuse it anyway).
+MAX_DEPTH = 256
+#: Where the repair pass has something to decide: quotes, commas, comments, words.
+_SPECIAL = re.compile(r"[\"',/A-Za-z_$]")
+#: Inside a string: the closing quote, an escape, a double quote or a control character.
+_STRING_STOPS = {
+    '"': re.compile(r'[\\"\x00-\x1f]'),
+    "'": re.compile(r"[\\'\"\x00-\x1f]"),
+}
 # Escapes JSON understands after a backslash; any other one is kept as a literal backslash.
 _JSON_ESCAPES = frozenset('"\\/bfnrtu')
 _WHITESPACE = " \t\r\n"
@@ -31,10 +49,12 @@ _WHITESPACE = " \t\r\n"
 def strip_code_fence(text: str) -> str:
     """``text`` without surrounding whitespace and one enclosing Markdown code fence, if any."""
     text = text.strip()
-    if text.startswith("```"):
-        match = _FENCE_RE.match(text)
-        if match is not None:
-            return match.group(1).strip()
+    if text.startswith("```") and text.endswith("```") and len(text) >= 6:
+        # An anchored opening and an endswith test: a lazy regex over the whole text would
+        # retry its ending at every position of a long unclosed fence.
+        opening = _FENCE_OPEN.match(text)
+        if opening is not None and opening.end() <= len(text) - 3:
+            return text[opening.end() : -3].strip()
     return text
 
 
@@ -44,7 +64,7 @@ def loads_lenient(text: str) -> Any:
     Accepts strict JSON plus: a Markdown code fence around the value, trailing commas,
     single-quoted strings, ``True``/``False``/``None``, unquoted object keys, ``//`` and
     ``/* */`` comments, raw control characters and unknown escapes inside strings.
-    Never completes truncated input.
+    Never completes truncated input. Texts over :data:`MAX_REPAIR_CHARS` must be strict JSON.
 
     Raises:
         ValueError: the text is not JSON even after repair (the message says why).
@@ -60,6 +80,10 @@ def loads_lenient(text: str) -> Any:
     candidate = strip_code_fence(text)
     if not candidate:
         raise ValueError("empty JSON text")
+    if len(candidate) > MAX_REPAIR_CHARS:
+        # The repair pass is linear but runs Python code per token: past this size only
+        # strict JSON is read, so a megabyte of garbage costs milliseconds, not seconds.
+        raise ValueError(f"not valid JSON, and too long to repair ({len(candidate):,} characters)")
     try:
         repaired = _repair(candidate)
         return json.loads(repaired)
@@ -69,11 +93,55 @@ def loads_lenient(text: str) -> Any:
         raise ValueError("not valid JSON: nested too deeply") from None
 
 
+def lenient_value_end(text: str, start: int, stop: int | None = None) -> int | None:
+    """The index just past the object or array that starts at ``text[start]`` and may be
+    written leniently (single quotes, comments aside), or None when it does not close before
+    ``stop``. Brackets inside strings do not count; runs between brackets and quotes are
+    skipped by a regex, so a long string or a long tail after the value costs little.
+    """
+    stop = len(text) if stop is None else stop
+    if start >= stop or text[start] not in "{[":
+        return None
+    depth = 0
+    i = start
+    while i < stop:
+        special = _STRUCTURE.search(text, i, stop)
+        if special is None:
+            return None
+        i = special.start()
+        char = text[i]
+        if char in "\"'":
+            string = _STRINGS[char].match(text, i, stop)
+            if string is None:
+                return None  # unterminated string
+            i = string.end()
+            continue
+        depth += 1 if char in "{[" else -1
+        i += 1
+        if depth == 0:
+            return i
+        if depth > MAX_DEPTH:
+            return None
+    return None
+
+
 def _repair(text: str) -> str:
-    """One pass over ``text`` rewriting lenient syntax into strict JSON (see loads_lenient)."""
+    """One pass over ``text`` rewriting lenient syntax into strict JSON (see loads_lenient).
+
+    Runs of characters that need no rewriting (digits, brackets, blanks, the inside of a
+    string) are found with a regex and copied whole, so a megabyte of model output costs
+    milliseconds, not a Python loop per character.
+    """
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
+        special = _SPECIAL.search(text, i)
+        if special is None:
+            out.append(text[i:])
+            break
+        if special.start() > i:
+            out.append(text[i : special.start()])
+            i = special.start()
         char = text[i]
         if char in "\"'":
             i = _copy_string(text, i, out)
@@ -106,7 +174,14 @@ def _copy_string(text: str, start: int, out: list[str]) -> int:
     quote = text[start]
     parts = ['"']
     i, n = start + 1, len(text)
+    stops = _STRING_STOPS[quote]
     while i < n:
+        stop = stops.search(text, i)
+        if stop is None:
+            break
+        if stop.start() > i:
+            parts.append(text[i : stop.start()])
+            i = stop.start()
         char = text[i]
         if char == "\\" and i + 1 < n:
             escaped = text[i + 1]

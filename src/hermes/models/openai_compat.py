@@ -20,7 +20,6 @@ import secrets
 import socket
 import time
 import urllib.parse
-from collections.abc import Callable
 from typing import Any, Literal, assert_never
 
 import openai
@@ -31,8 +30,9 @@ from hermes.backoff import retry_delay
 from hermes.errors import ConfigError, ModelError
 from hermes.models.base import FinishReason, ModelRequest, ModelResponse, ToolCall, Usage
 from hermes.models.guard import check_model_request
-from hermes.models.hermes_format import CALL_OPEN, parse_tool_calls, to_hermes_messages
+from hermes.models.hermes_format import parse_tool_calls, to_hermes_messages
 from hermes.models.json_repair import loads_lenient
+from hermes.models.stream_relay import TextRelay
 from hermes.observe import get_logger
 
 __all__ = ["OpenAICompatModel", "retry_delay"]
@@ -153,6 +153,7 @@ class OpenAICompatModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer ``request``; raises :class:`ModelError` once retries are exhausted."""
         params = self._request_params(request)
+        names = frozenset(spec.name for spec in request.tools)
         attempts = 0
         response: ModelResponse | None = None
         retrying = AsyncRetrying(
@@ -168,9 +169,9 @@ class OpenAICompatModel:
                     attempts += 1
                     check_model_request(self.name)
                     if self._stream:
-                        response = await self._streamed(request, params)
+                        response = await self._streamed(request, params, names)
                     else:
-                        response = await self._non_streamed(params)
+                        response = await self._non_streamed(params, names)
         except _AttemptError as failure:
             raise self._final_error(failure, attempts) from failure
         assert response is not None  # the loop either returned a response or raised
@@ -189,7 +190,7 @@ class OpenAICompatModel:
                 params["tool_choice"] = "auto"
         return params
 
-    async def _non_streamed(self, params: dict[str, Any]) -> ModelResponse:
+    async def _non_streamed(self, params: dict[str, Any], names: frozenset[str]) -> ModelResponse:
         try:
             completion: object = await self._client.chat.completions.create(**params)
         except (openai.OpenAIError, ValueError) as exc:
@@ -202,7 +203,7 @@ class OpenAICompatModel:
         message = _get(choices[0], "message")
         if not isinstance(message, ChatCompletionMessage | dict):
             raise _malformed("the first choice has no message object")
-        builder = _ResponseBuilder(self._tool_mode, self._model)
+        builder = _ResponseBuilder(self._tool_mode, self._model, names)
         builder.add_text(_text(_get(message, "content")))
         for raw in _list(_get(message, "tool_calls")):
             function = _get(raw, "function")
@@ -212,13 +213,15 @@ class OpenAICompatModel:
         builder.set_model(_get(completion, "model"))
         return builder.build()
 
-    async def _streamed(self, request: ModelRequest, params: dict[str, Any]) -> ModelResponse:
+    async def _streamed(
+        self, request: ModelRequest, params: dict[str, Any], names: frozenset[str]
+    ) -> ModelResponse:
         try:
             stream = await self._open_stream(params)
         except (openai.OpenAIError, ValueError) as exc:
             raise _translate(exc) from exc
-        builder = _ResponseBuilder(self._tool_mode, self._model)
-        relay = _TextRelay(request.on_text, stop_at_tool_call=self._tool_mode == "hermes")
+        builder = _ResponseBuilder(self._tool_mode, self._model, names)
+        relay = TextRelay(request.on_text, names=names)
         chunks = 0
         try:
             iterator = aiter(stream)
@@ -240,8 +243,9 @@ class OpenAICompatModel:
             raise _malformed("the stream carried no chunks (is this an SSE endpoint?)")
         if not builder.saw_choice:
             raise _malformed("no choices in the streamed answer")
-        relay.flush()
-        return builder.build()
+        response = builder.build()
+        relay.flush(release=not response.tool_calls)
+        return response
 
     async def _open_stream(self, params: dict[str, Any]) -> openai.AsyncStream[ChatCompletionChunk]:
         create = self._client.chat.completions.create
@@ -306,9 +310,11 @@ class OpenAICompatModel:
 class _ResponseBuilder:
     """Collects the parts of an answer (whole or streamed) into a :class:`ModelResponse`."""
 
-    def __init__(self, tool_mode: ToolMode, model: str) -> None:
+    def __init__(self, tool_mode: ToolMode, model: str, tool_names: frozenset[str]) -> None:
         self.tool_mode = tool_mode
         self.model = model
+        #: The offered tools: their names make the other call shapes in text calls too.
+        self.tool_names = tool_names
         self.text_parts: list[str] = []
         self.native_calls: dict[int, list[Any]] = {}  # index -> [id, name parts, argument parts]
         self.finish_reason: object = None
@@ -354,8 +360,10 @@ class _ResponseBuilder:
             call = _native_call(call_id, names, fragments, errors, used_ids)
             if call is not None:
                 calls.append(call)
-        if self.tool_mode == "hermes" and content is not None:
-            parsed = parse_tool_calls(content)
+        # Hermes mode reads calls out of the text; so does native mode when the server sent
+        # none but the text holds one (a server running without a tool parser).
+        if content is not None and (self.tool_mode == "hermes" or (self.tool_names and not calls)):
+            parsed = parse_tool_calls(content, tool_names=self.tool_names)
             content = parsed.content
             errors.extend(parsed.errors)
             calls.extend(
@@ -406,58 +414,7 @@ def _native_call(
     return ToolCall(id=call_id, name=name, arguments=arguments)
 
 
-class _TextRelay:
-    """Passes streamed text to ``on_text``; with ``stop_at_tool_call`` it stops for good where a
-    ``<tool_call>`` tag starts, holding back a possible partial tag until it is decided."""
-
-    __slots__ = ("_held", "_on_text", "_stopped", "forwarded", "stop_at_tool_call")
-
-    def __init__(self, on_text: Callable[[str], None] | None, *, stop_at_tool_call: bool) -> None:
-        self._on_text = on_text
-        self.stop_at_tool_call = stop_at_tool_call
-        self._held = ""
-        self._stopped = on_text is None
-        self.forwarded = False
-
-    def feed(self, piece: str) -> None:
-        if self._stopped:
-            return
-        if not self.stop_at_tool_call:
-            self._emit(piece)
-            return
-        text = self._held + piece
-        tag = text.find(CALL_OPEN)
-        if tag >= 0:
-            self._stopped = True
-            self._held = ""
-            self._emit(text[:tag])
-            return
-        keep = _partial_tag_length(text)
-        self._held = text[len(text) - keep :] if keep else ""
-        self._emit(text[: len(text) - keep])
-
-    def flush(self) -> None:
-        """The stream ended: release text held back as a possible tag start."""
-        if not self._stopped and self._held:
-            self._emit(self._held)
-        self._held = ""
-
-    def _emit(self, text: str) -> None:
-        if text and self._on_text is not None:
-            self.forwarded = True
-            self._on_text(text)
-
-
-def _partial_tag_length(text: str) -> int:
-    """Length of the longest end of ``text`` that is a proper prefix of ``<tool_call>``."""
-    start = text.rfind("<", max(0, len(text) - len(CALL_OPEN) + 1))
-    if start < 0:
-        return 0
-    tail = text[start:]
-    return len(tail) if CALL_OPEN.startswith(tail) else 0
-
-
-def _add_chunk(builder: _ResponseBuilder, relay: _TextRelay, chunk: object) -> None:
+def _add_chunk(builder: _ResponseBuilder, relay: TextRelay, chunk: object) -> None:
     """Fold one streamed chunk into ``builder``; forward its text through ``relay``."""
     if not isinstance(chunk, ChatCompletionChunk | dict):
         raise _malformed(f"a streamed chunk is not a JSON object: {_snippet(chunk)}")
