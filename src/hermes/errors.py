@@ -8,7 +8,7 @@ one clear sentence for a person. ``code`` is the stable machine-readable name of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 
 class HermesError(Exception):
@@ -80,16 +80,52 @@ class StoreError(HermesError):
     status = 503
 
 
+#: What went wrong with a model call; ``error`` when nothing more precise is known.
+ModelFailure = Literal[
+    "unreachable",  # nothing answers at the URL (refused, no such host)
+    "authentication",  # HTTP 401/403: the key is wrong or lacks access
+    "rate_limited",  # HTTP 429 (``retry_after`` when the server said)
+    "timeout",  # no answer in time
+    "server_error",  # HTTP 5xx or a dropped connection: an outage, transient
+    "request_rejected",  # the server refused this request (4xx, a validation 500)
+    "not_found",  # HTTP 404: no such model or endpoint
+    "malformed",  # an answer that is not a chat completion
+    "error",
+]
+
+
 class ModelError(HermesError):
-    """The model server failed: unreachable, timed out, answered 4xx/5xx or garbage."""
+    """The model server failed: unreachable, timed out, answered 4xx/5xx or garbage.
+
+    ``kind`` says which (see :data:`ModelFailure`); ``server`` is the URL as it may be shown
+    (no credentials); ``retry_after`` the seconds a rate-limiting server asked for.
+    """
 
     code = "model_error"
     status = 502
 
-    def __init__(self, message: str, *, retryable: bool = False, status_code: int | None = None):
-        super().__init__(message, retryable=retryable, status_code=status_code)
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        status_code: int | None = None,
+        kind: ModelFailure = "error",
+        server: str | None = None,
+        retry_after: float | None = None,
+    ):
+        super().__init__(message, retryable=retryable, status_code=status_code, kind=kind)
         self.retryable = retryable
         self.status_code = status_code
+        self.kind: ModelFailure = kind
+        self.server = server
+        self.retry_after = retry_after
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        if self.kind != "error":
+            data = {"type": data["type"], "kind": self.kind, "message": data["message"]}
+        return data
 
 
 class ToolError(HermesError):

@@ -319,7 +319,7 @@ async def test_a_malformed_answer_ends_the_turn_honestly(
     assert result.outcome == "error"
     assert result.state == "idle"
     assert "malformed response" in result.error["message"]
-    assert result.reply.startswith("Sorry, the model service is unavailable")
+    assert result.reply.startswith("Sorry, the model server's answer could not be read")
     items = await all_items(agent, SESSION)
     assert items[0].content == "hello"
     server.push(Reply.text("Hi!"))
@@ -334,7 +334,7 @@ async def test_a_malformed_stream_ends_the_turn_honestly(
     events, result = await _collect(agent, "hello")
     assert result.outcome == "error"
     assert result.state == "idle"
-    assert "model service is unavailable" in result.reply
+    assert "answer could not be read" in result.reply
     assert not [e for e in events if isinstance(e, TextDelta)]
     server.push(Reply.text("Hi!"))
     _, recovered = await _collect(agent, "hello again")

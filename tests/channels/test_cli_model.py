@@ -42,7 +42,8 @@ def test_unreachable_model_gives_an_honest_reply_and_an_error_in_the_json(
     assert set(data) == RUN_JSON_KEYS | {"error"}
     assert data["error"]["type"] == "model_error"
     assert "unreachable" in data["error"]["message"]
-    assert "模型服务暂时不可用" in data["reply"]  # a Chinese message gets a Chinese reply
+    assert "连接不上模型服务" in data["reply"]  # a Chinese message gets a Chinese reply
+    assert "model.base_url" in data["reply"]
     assert data["state"] in FSM_STATES
     assert data["tool_calls"] == []
 
@@ -52,7 +53,7 @@ def test_unreachable_model_in_text_mode_names_the_error_on_stderr(hermes: Hermes
     result = hermes("run", "hello")
     assert result.returncode == 0, result
     result.assert_no_traceback()
-    assert "model service is unavailable" in result.stdout
+    assert "cannot be reached" in result.stdout
     assert "model_error" in result.stderr
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
+
+from hermes.errors import ModelError
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
@@ -29,6 +32,72 @@ _TEXTS: dict[str, tuple[str, str]] = {
         "(the model returned no reply)",
     ),
 }
+
+
+#: One sentence per kind of model failure (hermes.errors.ModelFailure): the cause, and what to
+#: do. "Try again later" only where waiting can help.
+_MODEL_FAILURES: dict[str, tuple[str, str]] = {
+    "unreachable": (
+        "抱歉，连接不上模型服务 {server}：请确认它已经启动、model.base_url 填写正确。",
+        "Sorry, the model server at {server} cannot be reached: check that it is running and "
+        "that model.base_url is right.",
+    ),
+    "authentication": (
+        "抱歉，模型服务拒绝了 API 密钥（HTTP {status}）：请检查 model.api_key。",
+        "Sorry, the model server refused the API key (HTTP {status}): check model.api_key.",
+    ),
+    "rate_limited": (
+        "抱歉，模型服务正在限流：请在 {seconds} 秒后再试。",
+        "Sorry, the model server is rate limiting requests: try again in {seconds} s.",
+    ),
+    "rate_limited_now": (
+        "抱歉，模型服务正在限流，请稍后再试。",
+        "Sorry, the model server is rate limiting requests; please try again later.",
+    ),
+    "timeout": (
+        "抱歉，模型服务没有在时限内回答，请稍后再试。",
+        "Sorry, the model server did not answer in time; please try again later.",
+    ),
+    "server_error": (
+        "抱歉，模型服务暂时不可用（服务器出错），请稍后再试。",
+        "Sorry, the model service is unavailable right now (a server error); please try "
+        "again later.",
+    ),
+    "request_rejected": (
+        "抱歉，模型服务拒绝了这次请求（HTTP {status}），重试也无济于事：请检查模型配置"
+        "（model.model、model.tool_mode）或服务端日志。",
+        "Sorry, the model server refused this request (HTTP {status}); retrying will not "
+        "help: check the model settings (model.model, model.tool_mode) or the server's log.",
+    ),
+    "not_found": (
+        "抱歉，模型服务上没有这个模型或接口（HTTP 404）：请检查 model.model 和 model.base_url。",
+        "Sorry, the model server has no such model or endpoint (HTTP 404): check model.model "
+        "and model.base_url.",
+    ),
+    "malformed": (
+        "抱歉，模型服务的回答无法解析：请确认 model.base_url 指向 OpenAI 兼容接口（以 /v1 结尾）。",
+        "Sorry, the model server's answer could not be read: check that model.base_url is an "
+        "OpenAI-compatible endpoint (ending in /v1).",
+    ),
+}
+_TRACE = ("（追踪号 {trace}）", " (trace {trace})")
+
+
+def model_failure(error: ModelError, chinese: bool, trace: str) -> str:
+    """The sentence a person reads when the model failed: its cause, and what to do."""
+    kind: str = error.kind
+    if kind == "rate_limited" and error.retry_after is None:
+        kind = "rate_limited_now"
+    texts = _MODEL_FAILURES.get(kind)
+    if texts is None:
+        return say("model_error", chinese, trace=trace)
+    values = {
+        "server": error.server or "?",
+        "status": error.status_code if error.status_code is not None else "?",
+        "seconds": math.ceil(error.retry_after or 0),
+    }
+    sentence = (texts[0] if chinese else texts[1]).format(**values)
+    return sentence + _TRACE[0 if chinese else 1].format(trace=trace)
 
 
 def is_chinese(text: str) -> bool:

@@ -229,11 +229,11 @@ async def _run_guarded(
     except ModelError as exc:
         await close_pending(rt, turn)
         ending = Ending(
-            texts.say("model_error", turn.chinese, trace=turn.trace_id[:12]),
+            texts.model_failure(exc, turn.chinese, turn.trace_id[:12]),
             "error",
-            {"type": exc.code, "message": exc.message},
+            exc.to_dict(),
         )
-        log.error("model_failed", error=exc.message, retryable=exc.retryable)
+        log.error("model_failed", error=exc.message, kind=exc.kind, retryable=exc.retryable)
     except asyncio.CancelledError:
         # The caller gave up (a closed stream, wait_for, Ctrl-C): close the turn, then obey.
         await asyncio.shield(abandon(rt, turn))
@@ -391,7 +391,9 @@ async def _call_model(
         if timer.expired():
             raise _TurnTimeout from exc
         # A TimeoutError the model raised itself is a model failure, not the turn's timeout.
-        raise ModelError(f"model '{rt.model.name}' timed out: {exc}", retryable=True) from exc
+        raise ModelError(
+            f"model '{rt.model.name}' timed out: {exc}", retryable=True, kind="timeout"
+        ) from exc
     cost = (time.perf_counter() - started) * 1000
     emit(ModelCallFinished(iteration, rt.model.name, len(response.tool_calls), cost))
     log.info(

@@ -16,6 +16,7 @@ retry policy, and one place that logs it.
 from __future__ import annotations
 
 import email.utils
+import re
 import secrets
 import socket
 import time
@@ -27,7 +28,7 @@ from openai.types.chat import ChatCompletionChunk, ChatCompletionMessage
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from hermes.backoff import retry_delay
-from hermes.errors import ConfigError, ModelError
+from hermes.errors import ConfigError, ModelError, ModelFailure
 from hermes.models.base import FinishReason, ModelRequest, ModelResponse, ToolCall, Usage
 from hermes.models.guard import check_model_request
 from hermes.models.hermes_format import parse_tool_calls, to_hermes_messages
@@ -65,10 +66,31 @@ class _AttemptError(Exception):
     ) -> None:
         super().__init__(detail)
         self.kind: FailureKind = kind
+        #: What the person is told (ModelError.kind).
+        self.failure: ModelFailure = _FAILURES[kind]
         self.detail = detail
         self.retryable = retryable
         self.status_code = status_code
         self.retry_after = retry_after
+
+
+_FAILURES: dict[FailureKind, ModelFailure] = {
+    "unreachable": "unreachable",
+    "dropped": "server_error",
+    "timeout": "timeout",
+    "status": "server_error",  # refined from the status and the body by _translate
+    "malformed": "malformed",
+    "error": "error",
+}
+#: A 5xx whose text says the server refused the request itself (a validation error, a chat
+#: template that raised, a context overflow): sending it again cannot help.
+_REQUEST_REFUSED = re.compile(
+    r"validation error|input should be|field required|extra inputs are not permitted"
+    r"|is not valid under|must alternate|system message must be|raise_exception"
+    r"|chat template|jinja|template error|unprocessable|invalid[ _]request|bad request"
+    r"|context (?:length|size|window)|exceeds? the (?:context|maximum)|too many tokens",
+    re.IGNORECASE,
+)
 
 
 def _malformed(detail: str) -> _AttemptError:
@@ -159,7 +181,7 @@ class OpenAICompatModel:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self._max_retries + 1),
             wait=self._wait,
-            retry=retry_if_exception(lambda exc: isinstance(exc, _AttemptError) and exc.retryable),
+            retry=retry_if_exception(self._worth_retrying),
             before_sleep=self._log_retry,
             reraise=True,
         )
@@ -264,6 +286,13 @@ class OpenAICompatModel:
         return stream
 
     # retry policy ------------------------------------------------------------------------
+    def _worth_retrying(self, exc: BaseException) -> bool:
+        """Transient failures only; not a rate limit whose Retry-After is past our cap (the
+        retry would be refused again: the person is told when to come back instead)."""
+        if not isinstance(exc, _AttemptError) or not exc.retryable:
+            return False
+        return exc.retry_after is None or exc.retry_after <= self._backoff_max
+
     def _wait(self, state: RetryCallState) -> float:
         failure = state.outcome.exception() if state.outcome is not None else None
         retry_after = failure.retry_after if isinstance(failure, _AttemptError) else None
@@ -304,7 +333,14 @@ class OpenAICompatModel:
                 message = f"{server} reported an error: {failure.detail}"
             case _:
                 assert_never(failure.kind)
-        return ModelError(message, retryable=failure.retryable, status_code=failure.status_code)
+        return ModelError(
+            message,
+            retryable=failure.retryable,
+            status_code=failure.status_code,
+            kind=failure.failure,
+            server=self._shown_url,
+            retry_after=failure.retry_after,
+        )
 
 
 class _ResponseBuilder:
@@ -454,18 +490,41 @@ def _translate(exc: Exception) -> _AttemptError:
         return _AttemptError(kind, _connection_detail(exc), retryable=True)
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
-        return _AttemptError(
+        failure = _status_failure(status, exc.body)
+        attempt = _AttemptError(
             "status",
             _status_detail(exc),
-            retryable=status in (408, 429) or status >= 500,
+            retryable=failure in ("server_error", "rate_limited", "timeout"),
             status_code=status,
             retry_after=_retry_after_seconds(exc.response.headers),
         )
+        attempt.failure = failure
+        return attempt
     if isinstance(exc, openai.APIResponseValidationError | ValueError):
         return _malformed(f"not valid JSON ({exc})" if isinstance(exc, ValueError) else str(exc))
     if isinstance(exc, openai.APIError):
         return _AttemptError("error", exc.message)
     return _AttemptError("error", f"{type(exc).__name__}: {exc}")
+
+
+def _status_failure(status: int, body: object) -> ModelFailure:
+    """What an HTTP error status (and its body) means for the person and for retrying."""
+    if status in (401, 403):
+        return "authentication"
+    if status == 404:
+        return "not_found"
+    if status == 408:
+        return "timeout"
+    if status == 429:
+        return "rate_limited"
+    if status < 500:
+        return "request_rejected"
+    error = _get(body, "error")
+    kind = _get(error if isinstance(error, dict) else body, "type")
+    text = str(body)[:4000]
+    if status == 500 and (kind == "invalid_request_error" or _REQUEST_REFUSED.search(text)):
+        return "request_rejected"
+    return "server_error"
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

@@ -197,7 +197,9 @@ class Coercer:
             if key not in out and isinstance(sub, dict) and "default" in sub:
                 default = self._usable_default(sub, depth)
                 if default is not _NO:
-                    out[key] = default if isinstance(default, _IMMUTABLE) else copy.deepcopy(default)
+                    out[key] = (
+                        default if isinstance(default, _IMMUTABLE) else copy.deepcopy(default)
+                    )
         return out
 
     def _accepts_null(self, schema: Any) -> bool:
