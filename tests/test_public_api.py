@@ -135,7 +135,9 @@ SIGNATURES: dict[str, str] = {
     "hermes.tools.validate_arguments": (
         "(schema: 'dict[str, Any]', args: 'Any') -> 'dict[str, Any]'"
     ),
-    "hermes.models.hermes_format.parse_tool_calls": "(text: 'str') -> 'ParsedOutput'",
+    "hermes.models.hermes_format.parse_tool_calls": (
+        "(text: 'str', *, tool_names: 'Iterable[str] | None' = None) -> 'ParsedOutput'"
+    ),
     "hermes.testing.call": (
         "(name: 'str', arguments: 'dict[str, Any] | None' = None, *, "
         "id: 'str | None' = None, text: 'str' = '') -> 'ModelResponse'"
@@ -323,4 +325,20 @@ def test_design_example_matches_the_design_document() -> None:
         f"the Python example of {found[0].name} (copied in DESIGN_EXAMPLE)",
         DESIGN_EXAMPLE in text,
         True,
+    )
+
+
+def test_run_result_json_adds_tools_failed_and_usage_only_when_they_apply() -> None:
+    result = _result()
+    result.tools_failed = True
+    result.usage = {"prompt_tokens": 12, "completion_tokens": 7}
+    data = result.to_json_dict()
+    assert_contract(
+        "the keys of RunResult.to_json_dict() with tools_failed and usage",
+        sorted(data),
+        ["reply", "session_id", "state", "tool_calls", "tools_failed", "trace_id", "usage"],
+    )
+    assert data["tools_failed"] is True
+    assert_contract(
+        "the keys of usage", sorted(data["usage"]), ["completion_tokens", "prompt_tokens"]
     )

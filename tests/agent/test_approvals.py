@@ -136,8 +136,10 @@ async def test_a_correction_is_sent_to_the_model_which_proposes_again(
     assert "alice@example.com" in second.reply
     told = model.requests[1].messages
     assert told[-1] == {"role": "user", "content": "wait, send it to alice instead"}
-    assert told[-2]["role"] == "system"
-    assert "NOT run" in told[-2]["content"]
+    # The note ends the one system message at the start (strict templates take no other).
+    assert [m["role"] for m in told].count("system") == 1
+    assert told[0]["role"] == "system"
+    assert "NOT run" in told[0]["content"]
     done = await agent.run("ok", session_id="session-ap05")
     assert RUNS == ["alice@example.com"]
     assert done.reply == "Sent to Alice."

@@ -66,7 +66,7 @@ def test_model_tool_call_is_reported_in_the_json(hermes: Hermes, server: FakeCha
     result = hermes("run", "what is 6*7?", "--session", "model-call-0001", "--json")
     assert result.returncode == 0, result
     data = result.json()
-    assert set(data) == RUN_JSON_KEYS
+    assert set(data) == RUN_JSON_KEYS | {"usage"}  # the fake server reports usage
     assert data["reply"] == "The answer is 42."
     assert data["tool_calls"] == [
         {"name": "calculator", "arguments": {"expression": "6*7"}, "ok": True}
@@ -84,3 +84,31 @@ def test_model_reply_that_looks_like_markup_is_printed_exactly(
     assert result.returncode == 0, result
     assert result.stdout == reply + "\n"
     assert ANSI_ESCAPE.search(result.stdout) is None
+
+
+def test_run_json_marks_a_turn_whose_every_tool_call_failed(
+    hermes: Hermes, server: FakeChatServer
+) -> None:
+    server.push(
+        Reply.calls(ScriptedCall("book_hotel", {"hotel": "Hilton"})),
+        Reply.text("已为您预订。"),
+    )
+    write_config(hermes.cwd, model_config(server.base_url))
+    result = hermes("run", "帮我订酒店", "--json")
+    assert result.returncode == 0, result
+    data = result.json()
+    assert data["tools_failed"] is True
+    assert data["tool_calls"] == [
+        {"name": "book_hotel", "arguments": {"hotel": "Hilton"}, "ok": False}
+    ]
+    told = server.requests[1]["messages"][-1]
+    assert "no action was carried out" in told["content"]
+
+
+def test_run_json_carries_the_usage_the_model_reports(
+    hermes: Hermes, server: FakeChatServer
+) -> None:
+    server.push(Reply.text("hi", usage=(30, 6)))
+    write_config(hermes.cwd, model_config(server.base_url))
+    data = hermes("run", "hello", "--json").json()
+    assert data["usage"] == {"prompt_tokens": 30, "completion_tokens": 6}

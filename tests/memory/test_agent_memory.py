@@ -74,13 +74,10 @@ def user_text(request: ModelRequest) -> str:
 
 
 def memory_note(request: ModelRequest) -> str | None:
-    """The memory system message: the one just before the last user message, if any."""
-    messages = request.messages
-    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-    before = messages[last_user - 1] if last_user > 0 else None
-    if before is not None and before["role"] == "system":  # these agents have no instructions
-        return str(before["content"])
-    return None
+    """The memory note: the one system message, at the start (these agents have no
+    instructions, so it holds the note alone), if any."""
+    first = request.messages[0]
+    return str(first["content"]) if first["role"] == "system" else None
 
 
 def answer(reply: str = "好的") -> Callable[[ModelRequest], ModelResponse]:

@@ -14,7 +14,9 @@ tool calls, an HTTP error (optionally with ``Retry-After``), a garbage body, gar
 chunks or a dropped connection, optionally slowed down (``delay`` before answering,
 ``chunk_delay`` between streamed chunks). Streamed requests (``"stream": true``) get SSE
 chunks, text and tool-call arguments split over several chunks, then ``data: [DONE]``. Every
-request body and its headers are recorded. The server is bounded: bodies over 16 MiB are
+request body and its headers are recorded. With ``strict=True`` it refuses, with HTTP 500 as
+real ones do, what real servers and chat templates refuse (null content, a system message
+after the first: :func:`strict_refusal`). The server is bounded: bodies over 16 MiB are
 refused, delays are capped and end at shutdown, and idle keep-alive connections time out.
 """
 
@@ -34,7 +36,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["FakeChatServer", "Reply", "ScriptedCall"]
+__all__ = ["FakeChatServer", "Reply", "ScriptedCall", "strict_refusal"]
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_DELAY_SECONDS = 30.0
@@ -121,11 +123,16 @@ class FakeChatServer:
         *,
         responder: Callable[[dict[str, Any]], Reply] | None = None,
         default: Reply | None = None,
+        strict: bool = False,
     ) -> None:
+        #: Refuse what real servers and chat templates refuse (see :func:`strict_refusal`).
+        self.strict = strict
         self._replies: deque[Reply] = deque(replies or [])
         self.responder = responder
         self.default = default
         self.requests: list[dict[str, Any]] = []
+        #: What the strict mode refused, one line per refused request.
+        self.refusals: list[str] = []
         self.request_headers: list[dict[str, str]] = []
         self.responder_errors: list[Exception] = []
         self._lock = threading.Lock()
@@ -255,6 +262,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with self.fake._lock:
             self.fake.request_headers.append({k.lower(): v for k, v in self.headers.items()})
+        refusal = strict_refusal(body) if self.fake.strict else None
+        if refusal is not None:
+            with self.fake._lock:
+                self.fake.requests.append(body)
+                self.fake.refusals.append(refusal)
+            self._send_json(500, {"error": {"message": refusal, "type": "internal_server_error"}})
+            return
         reply = self.fake._next_reply(body)
         if reply.delay:
             self.fake._sleep(reply.delay)
@@ -382,6 +396,33 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()
+
+
+def strict_refusal(body: dict[str, Any]) -> str | None:
+    """Why a strict server refuses ``body``, or None. As real ones do, with HTTP 500:
+
+    * an assistant (or tool) message whose ``content`` is null — llama-cpp-python's request
+      model wants a string, and its error handler turns the validation error into a 500
+      (llama.cpp's own server: ggml-org/llama.cpp#13471);
+    * a ``system`` message anywhere but first — what strict chat templates raise (Qwen3,
+      Gemma, Mistral …; llama.cpp answers 500 with the template's message).
+    """
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return None
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        if role in ("assistant", "tool") and "content" in message and message["content"] is None:
+            return (
+                f"[{{'type': 'string_type', 'loc': ('body', 'messages', {index}, "
+                f"'typed-dict', 'content'), 'msg': 'Input should be a valid string', "
+                "'input': None}]"
+            )
+        if role == "system" and index != 0:
+            return "System message must be at the beginning."
+    return None
 
 
 def _call_json(call_id: str | None, call: ScriptedCall) -> dict[str, Any]:

@@ -81,9 +81,10 @@ def test_consecutive_assistant_items_become_one_message():
     assert built.repaired == 0
 
 
-def test_an_assistant_message_with_only_tool_calls_has_no_content():
+def test_an_assistant_message_with_only_tool_calls_has_empty_content():
+    # "" and never null: llama-cpp-python and llama.cpp's server refuse a null content.
     built = _build([user("q"), call("c1"), result("c1")])
-    assert built.messages[1]["content"] is None
+    assert built.messages[1]["content"] == ""
 
 
 def test_tool_results_are_tool_messages_with_their_call_id():

@@ -332,7 +332,7 @@ def test_non_json_default_is_left_out_of_the_schema() -> None:
 def test_a_python_default_the_type_does_not_allow_is_not_shown_as_a_json_default() -> None:
     # ``unit: str = None`` (common in real tools): pydantic renders {"type": "string",
     # "default": null}; the model is not told a default that no call could send.
-    def f(city: str, unit: str = None, days: int = 3) -> None: ...  # type: ignore[assignment]
+    def f(city: str, unit: str = None, days: int = 3) -> None: ...  # type: ignore[assignment]  # noqa: RUF013
 
     props = _props(f)
     assert props["unit"] == {"type": "string"}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hermes.models.base import Usage
+
 TurnOutcome = Literal["ok", "error", "max_iterations", "timeout", "refused"]
 
 
@@ -48,6 +50,12 @@ class RunResult:
     approval_id: str | None = None
     #: The calls waiting for that approval: ``{"tool", "arguments"}`` each.
     pending_calls: list[dict[str, Any]] = field(default_factory=list)
+    #: Every tool call of the turn failed (unknown tool, invalid arguments, an error): nothing
+    #: the model may have claimed was done. False when no call was made.
+    tools_failed: bool = False
+    #: ``{"prompt_tokens", "completion_tokens"}`` summed over the turn's model calls, when the
+    #: model reported them; None otherwise.
+    usage: dict[str, int] | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         """The public JSON contract of ``hermes run --json`` and ``POST /v1/chat``."""
@@ -62,6 +70,10 @@ class RunResult:
         }
         if self.error is not None:
             data["error"] = self.error
+        if self.tools_failed:
+            data["tools_failed"] = True
+        if self.usage is not None:
+            data["usage"] = dict(self.usage)
         if self.approval_id is not None:
             first = self.pending_calls[0] if self.pending_calls else {}
             approval: dict[str, Any] = {
@@ -73,3 +85,14 @@ class RunResult:
                 approval["calls"] = self.pending_calls
             data["approval"] = approval
         return data
+
+
+def added_usage(total: dict[str, int] | None, usage: Usage | None) -> dict[str, int] | None:
+    """``total`` (``RunResult.usage``) with one model call's ``usage`` added."""
+    if usage is None:
+        return total
+    before = total or {"prompt_tokens": 0, "completion_tokens": 0}
+    return {
+        "prompt_tokens": before["prompt_tokens"] + usage.input_tokens,
+        "completion_tokens": before["completion_tokens"] + usage.output_tokens,
+    }

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.events import AgentEvent, ToolCallFinished, ToolCallStarted
+from hermes.agent.result import ToolCallRecord
 from hermes.models.base import ModelResponse, ToolCall
 from hermes.session.items import Item
 from hermes.tools.base import ToolContext, ToolResult
@@ -25,6 +26,42 @@ REPEAT_NOTE = (
     "This tool returned exactly the same result as an earlier call in this turn. "
     "Do not repeat the call; check your arguments or answer with what you have."
 )
+
+
+#: What the model reads after a step when no tool call of the turn has succeeded yet, so that
+#: it cannot tell the person an action was done (seed 002 §2.3: an honest failure beats a
+#: wrong success).
+NOTHING_DONE_NOTE = (
+    "No tool call in this turn has succeeded, so no action was carried out. Do not tell the "
+    "user that anything was done (booked, sent, saved, changed …); say plainly what failed. "
+    "本轮没有任何工具调用成功，没有执行任何操作：不要告诉用户操作已完成，请如实说明失败原因。"
+)
+#: Results that are not failures: the call waits for a person's approval.
+_NOT_FAILED = frozenset({"approval_pending"})
+
+
+def nothing_done(records: list[ToolCallRecord]) -> bool:
+    """Whether the turn made tool calls and every one failed (approvals waiting aside)."""
+    attempted = [r for r in records if r.error_type not in _NOT_FAILED]
+    return bool(attempted) and not any(r.ok for r in attempted)
+
+
+def note_nothing_done(tool_messages: list[dict[str, Any]]) -> None:
+    """Put :data:`NOTHING_DONE_NOTE` in the last of a step's tool messages (in place): the
+    model reads it with the results, where every chat template takes tool output."""
+    if not tool_messages:
+        return
+    last = tool_messages[-1]
+    try:
+        payload = json.loads(last["content"])
+    except (TypeError, ValueError):
+        payload = None
+    if isinstance(payload, dict):
+        payload["turn_note"] = NOTHING_DONE_NOTE
+        content = json.dumps(payload, ensure_ascii=False)
+    else:
+        content = f"{last['content']}\n{NOTHING_DONE_NOTE}"
+    tool_messages[-1] = {**last, "content": content}
 
 
 @dataclass(slots=True)
@@ -67,10 +104,13 @@ def assistant_items(
 
 
 def assistant_message(response: ModelResponse) -> dict[str, Any]:
-    """The OpenAI chat-format assistant message for a response with tool calls."""
+    """The OpenAI chat-format assistant message for a response with tool calls.
+
+    ``content`` is ``""`` without text, never null: servers such as llama-cpp-python refuse a
+    null (see :mod:`hermes.models.conversation`)."""
     return {
         "role": "assistant",
-        "content": response.content or None,
+        "content": response.content or "",
         "tool_calls": [
             {
                 "id": tc.id,

@@ -41,17 +41,20 @@ from hermes.agent.events import (
     TurnStarted,
 )
 from hermes.agent.recovery import abandon, close_pending, drop_approval, recover
-from hermes.agent.result import RunResult, ToolCallRecord
+from hermes.agent.result import RunResult, ToolCallRecord, added_usage
 from hermes.agent.tools_step import (
     ToolStepState,
     assistant_items,
     assistant_message,
+    note_nothing_done,
+    nothing_done,
     result_items,
 )
 from hermes.agent.turn_state import Ending, Runtime, TurnSettings, TurnState
 from hermes.errors import ModelError
 from hermes.messages import Message
 from hermes.models.base import ModelRequest, ModelResponse, ToolCall, ToolSpec
+from hermes.models.conversation import with_notes
 from hermes.observe import get_logger
 from hermes.session.context import build_messages, fit_messages
 from hermes.session.inbound import read_inbound
@@ -156,6 +159,8 @@ async def run_turn(
         pending_calls=[]
         if asked is None
         else [{"tool": c.tool, "arguments": c.arguments} for c in asked.calls],
+        tools_failed=nothing_done(turn.records),
+        usage=turn.usage,
     )
 
 
@@ -265,8 +270,8 @@ async def _context(
     stored: list[Item],
     correction: PendingApproval | None,
 ) -> tuple[list[dict[str, Any]], int]:
-    """The messages of the first model call and their tokens: history (folded when due),
-    then, just before the user's message, the memory note and the correction note."""
+    """The messages of the first model call and their tokens: history (folded when due), the
+    memory note and the correction note ending the one system message."""
     window = await _close_gap(rt, turn, slice_)
     budget = rt.message_budget
     remembered = await _memory_note(rt, turn, stored[0].content)
@@ -280,9 +285,10 @@ async def _context(
     notes = [remembered] if remembered is not None else []
     if correction is not None:  # the person corrected a proposal (seed 004 §4.3)
         notes.append({"role": "system", "content": correction_note(correction)})
-    for note in notes:
-        built.messages.insert(len(built.messages) - 1, note)
-        built.tokens += message_tokens(note)
+    # One system message at the start, the notes last in it: strict chat templates refuse a
+    # system message anywhere else (hermes.models.conversation).
+    built.messages = with_notes(built.messages, [note["content"] for note in notes])
+    built.tokens += sum(message_tokens(note) for note in notes)
     turn.state.token_estimate = built.tokens
     if built.repaired or built.dropped_rounds or built.truncated:
         log.info(
@@ -395,6 +401,7 @@ async def _call_model(
             f"model '{rt.model.name}' timed out: {exc}", retryable=True, kind="timeout"
         ) from exc
     cost = (time.perf_counter() - started) * 1000
+    turn.usage = added_usage(turn.usage, response.usage)
     emit(ModelCallFinished(iteration, rt.model.name, len(response.tool_calls), cost))
     log.info(
         "model_call",
@@ -449,7 +456,6 @@ async def _tool_step(
     turn.fsm.fire("tools_done")
     await turn.append(rt.store, items)
     turn.pending_calls = []
-    messages.extend(tool_messages)
     for tc, result in zip(calls, results, strict=True):
         error_type = result.error.type if result.error else None
         turn.records.append(
@@ -470,6 +476,9 @@ async def _tool_step(
             cost_ms=round(result.duration_ms, 3),
             error_type=error_type,
         )
+    if nothing_done(turn.records):
+        note_nothing_done(tool_messages)  # the model must not claim success (seed 002 §2.3)
+    messages.extend(tool_messages)
     if timed_out:
         raise _TurnTimeout
     return [call_message, *tool_messages]

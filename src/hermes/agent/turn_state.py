@@ -126,6 +126,8 @@ class TurnState:
     proposal: PendingApproval | None = None
     #: This turn's memory (``Runtime.memory`` set): working memory, recalled memories, fills.
     memory: TurnMemory | None = None
+    #: Tokens the model reported for this turn's calls (``RunResult.usage``); None: none did.
+    usage: dict[str, int] | None = None
 
     def snapshot(self) -> SessionState:
         """A copy of the state to store (the scratch dict keeps changing during the turn)."""

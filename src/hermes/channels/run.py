@@ -50,7 +50,7 @@ def run(
 
     With --json, stdout holds exactly one JSON object: reply, session_id, state,
     tool_calls [{name, arguments, ok}], trace_id (and error {type, message} when the turn
-    failed).
+    failed, tools_failed when every tool call failed, usage when the model reported it).
     """
     try:
         result = _run_turn(text, session, user)
@@ -63,6 +63,9 @@ def run(
     status = f"session {result.session_id} · state {result.state}"
     if result.error is not None:
         status += f" · {result.error['type']}"
+    if result.tools_failed:
+        # The reply is the model's words; this line is the runtime's (seed 002 §2.3).
+        status += " · no tool call succeeded / 工具调用全部失败"
     note(status)
 
 

@@ -30,6 +30,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from hermes.backoff import retry_delay
 from hermes.errors import ConfigError, ModelError, ModelFailure
 from hermes.models.base import FinishReason, ModelRequest, ModelResponse, ToolCall, Usage
+from hermes.models.conversation import wire_messages
 from hermes.models.guard import check_model_request
 from hermes.models.hermes_format import parse_tool_calls, to_hermes_messages
 from hermes.models.json_repair import loads_lenient
@@ -203,10 +204,12 @@ class OpenAICompatModel:
         params: dict[str, Any] = {"model": self._model, "temperature": self._temperature}
         if self._max_tokens is not None:
             params["max_tokens"] = self._max_tokens
+        # One system message first, no null content: what every server and template takes.
+        messages = wire_messages(request.messages)
         if self._tool_mode == "hermes":
-            params["messages"] = to_hermes_messages(request.messages, request.tools)
+            params["messages"] = to_hermes_messages(messages, request.tools)
         else:
-            params["messages"] = request.messages
+            params["messages"] = messages
             if request.tools:
                 params["tools"] = [spec.to_openai() for spec in request.tools]
                 params["tool_choice"] = "auto"

@@ -220,6 +220,8 @@ def _rounds(window: list[Item]) -> tuple[list[list[Message]], int, set[int]]:
         calls = message.get("tool_calls")
         if role == "assistant" and not calls and message["content"] is None:
             continue  # every call of it was a duplicate
+        if message.get("content") is None:
+            message["content"] = ""  # never null: real servers refuse it (llama.cpp#13471)
         current.append(message)
         for call in calls or ():
             content = results.pop(call["id"], None)
