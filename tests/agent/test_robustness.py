@@ -293,7 +293,7 @@ async def test_a_message_larger_than_the_context_budget_is_refused_clearly(
     make_agent: AgentFactory,
 ) -> None:
     agent = make_agent(ScriptedModel(), context_budget_tokens=1000)
-    with pytest.raises(InvalidInputError, match="too long for the context"):
+    with pytest.raises(InvalidInputError, match="too long for the model's context"):
         await agent.run("长" * 5000, session_id="session-0212")
 
 

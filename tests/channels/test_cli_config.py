@@ -6,6 +6,8 @@ embedded defaults (DESIGN "Public contracts").
 
 from __future__ import annotations
 
+import pytest
+
 from tests.channels.conftest import Hermes, Result, write_config
 
 # A configuration whose effect is visible: the store goes to ./custom/ and logging is off.
@@ -84,3 +86,23 @@ def test_hermes_yaml_in_the_working_directory_is_read(hermes: Hermes) -> None:
 def test_hermes_yaml_in_the_home_directory_is_read_when_the_cwd_has_none(hermes: Hermes) -> None:
     path = write_config(hermes.home / ".hermes", "agent:\n  turn_timeout: soon\n")
     assert_config_refused(hermes("run", "hi"), str(path), "agent.turn_timeout")
+
+
+def test_an_alias_bomb_is_one_config_error_not_a_hang(hermes: Hermes) -> None:
+    lines = ['  a0: &a0 ["${HOME}", "lol"]']
+    for level in range(1, 10):
+        lines.append(f"  a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * 9) + "]")
+    path = write_config(hermes.cwd, "x-bomb:\n" + "\n".join(lines) + "\n")
+    line = assert_config_refused(hermes("--config", str(path), "run", "hi"), str(path))
+    assert "alias" in line
+
+
+@pytest.mark.parametrize("scheme", ["postgres", "postgresql"])
+@pytest.mark.parametrize("command", [("run", "hi"), ("memory", "add", "--user", "u1", "x")])
+def test_a_server_store_says_the_backend_is_not_in_this_build_first(
+    hermes: Hermes, scheme: str, command: tuple[str, ...]
+) -> None:
+    path = write_config(hermes.cwd, f"store:\n  path: {scheme}://u@127.0.0.1/test\n")
+    line = assert_config_refused(hermes("--config", str(path), *command), "store.path")
+    assert f"the '{scheme}' store backend is not in this build" in line
+    assert "memory.dir" not in line

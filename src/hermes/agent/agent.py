@@ -33,7 +33,7 @@ from hermes.session.ids import new_session_id, validate_session_id, validate_use
 from hermes.session.open import open_store
 from hermes.session.store import Store
 from hermes.session.summary import ExtractiveSummarizer, Summarizer
-from hermes.session.tokens import count_tokens
+from hermes.session.tokens import message_tokens
 from hermes.tools.base import Tool
 from hermes.tools.builtin import BUILTIN_TOOLS
 from hermes.tools.builtin.memory_tools import MEMORY_KEY, MEMORY_TOOLS
@@ -211,14 +211,14 @@ class Agent:
         user_id: str | None,
         trace_id: str | None,
     ) -> Message:
-        checked = _check_text(text, self.max_message_chars, self._runtime.settings)
+        checked = _check_text(text, self.max_message_chars, self._runtime)
         return Message.request(
             checked, channel=channel, session_id=session_id, user_id=user_id, trace_id=trace_id
         )
 
     async def handle(self, message: Message) -> Message:
         """Answer a Message from any channel with a response Message (``reply_to`` linked)."""
-        _check_text(message.content, self.max_message_chars, self._runtime.settings)
+        _check_text(message.content, self.max_message_chars, self._runtime)
         result = await self._turn(message, _ignore)
         return message.reply(
             result.reply,
@@ -430,7 +430,7 @@ def _check_settings(**values: int) -> None:
             raise ValueError(f"{name} must be >= 1, got {value}")
 
 
-def _check_text(text: object, limit: int, settings: TurnSettings) -> str:
+def _check_text(text: object, limit: int, runtime: Runtime) -> str:
     """The message text, or ``InvalidInputError`` naming what is wrong with it (4xx-style)."""
     if not isinstance(text, str):
         raise InvalidInputError(f"a message must be text, got {type(text).__name__}")
@@ -443,11 +443,18 @@ def _check_text(text: object, limit: int, settings: TurnSettings) -> str:
         )
     if "\x00" in text:
         raise InvalidInputError("the message contains a NUL character / 消息包含非法的 NUL 字符")
-    tokens = count_tokens(text)
-    if tokens > settings.context_budget_tokens:
+    tokens = message_tokens({"role": "user", "content": text})
+    room = runtime.message_room
+    if tokens > room:
         # It could never be sent whole: refuse it now rather than as a server error later.
+        budget = runtime.settings.context_budget_tokens
         raise InvalidInputError(
-            f"the message is too long for the context: about {tokens:,} tokens (budget "
-            f"{settings.context_budget_tokens:,}) / 消息超出上下文预算：约 {tokens:,} 个 token"
+            f"the message is too long for the model's context: about {tokens:,} tokens, and "
+            f"a request holds {room:,} besides the system prompt and tool schemas "
+            f"(agent.context_budget_tokens = {budget:,}); shorten it or raise "
+            f"agent.context_budget_tokens / 消息超出上下文预算：约 {tokens:,} 个 token，"
+            f"除去系统提示和工具定义后一次请求只能容纳 {room:,} 个"
+            f"（agent.context_budget_tokens = {budget:,}）；请缩短消息或调高 "
+            "agent.context_budget_tokens"
         )
     return text

@@ -10,7 +10,7 @@ from hermes.config import LoadedConfig
 from hermes.models.base import Model
 from hermes.models.brain import RuleBrain
 from hermes.observe import configure_logging, get_logger
-from hermes.session.open import open_store
+from hermes.session.open import check_store_backend, open_store
 from hermes.session.summary import ModelSummarizer
 from hermes.tools.audit import AuditLog
 from hermes.tools.base import Tool
@@ -70,6 +70,10 @@ def build_agent(
     """
     if log_to_file and loaded.log_file is not None:
         configure_logging(loaded.log_file, loaded.config.logging.level)
+    check_store_backend(
+        store if store is not None else loaded.config.store.path,
+        file=None if loaded.source is None else str(loaded.source),
+    )
     model = build_model(loaded, offline=offline)
     plugin_tools, warnings = _plugins(loaded)
     memory = build_memory(loaded, model, offline=offline, store=store)

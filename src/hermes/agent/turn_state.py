@@ -17,7 +17,7 @@ from hermes.session.fsm import ConversationState, StateMachineSpec
 from hermes.session.items import Item, SessionState
 from hermes.session.store import Store
 from hermes.session.summary import Summarizer
-from hermes.session.tokens import count_tokens
+from hermes.session.tokens import REPLY_PRIMING, count_tokens, message_tokens
 from hermes.tools.permissions import Authorizer
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.toolsets import ToolsetIndex
@@ -105,6 +105,16 @@ class Runtime:
     def message_budget(self) -> int:
         """The token budget left for messages once the tool schemas are counted."""
         return max(256, self.settings.context_budget_tokens - self.tools_tokens)
+
+    @property
+    def message_room(self) -> int:
+        """Tokens one user message may take: the budget less the tool schemas, the system
+        prompt and the reply priming (a longer message could never be sent whole)."""
+        instructions = self.settings.instructions
+        prompt = message_tokens({"role": "system", "content": instructions}) if instructions else 0
+        return max(
+            1, self.settings.context_budget_tokens - self.tools_tokens - prompt - REPLY_PRIMING
+        )
 
 
 @dataclass(slots=True)

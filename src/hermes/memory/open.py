@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from hermes.errors import ConfigError
 from hermes.memory.longterm import MemoryStore
+from hermes.session.open import check_store_backend
 
 if TYPE_CHECKING:
     from hermes.config import LoadedConfig
@@ -49,6 +50,8 @@ def memory_dir(loaded: LoadedConfig, *, store: str | os.PathLike[str] | None = N
     raw = os.fspath(store) if store is not None else loaded.config.store.path
     text = raw.strip()
     if text.startswith(_SERVER_SCHEMES):
+        # A backend this build lacks is the first thing to say (it would need memory.dir too).
+        check_store_backend(text, file=None if loaded.source is None else str(loaded.source))
         raise ConfigError(
             "the session store is a server, so memory needs a directory of its own: set "
             "memory.dir / 会话存储在服务器上，请设置 memory.dir",

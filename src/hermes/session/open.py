@@ -33,10 +33,8 @@ def open_store(
     if isinstance(spec, os.PathLike):
         return SQLiteStore(_resolve(Path(spec), base_dir))
     if isinstance(spec, str):
+        check_store_backend(spec)
         text = spec.strip()
-        if text.startswith(_SERVER_SCHEMES):
-            scheme = text.split(":", 1)[0]
-            raise ConfigError(f"the '{scheme}' store backend is not available in this build")
         if text.startswith(_SQLITE_SCHEME):
             text = text[len(_SQLITE_SCHEME) :]
             # sqlite:///abs/path keeps its leading slash; sqlite://rel/path is relative.
@@ -48,6 +46,22 @@ def open_store(
     if isinstance(spec, Store):
         return spec
     raise ConfigError(f"store must be a path, a URL or a Store object, not {type(spec).__name__}")
+
+
+def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None) -> None:
+    """Raise ``ConfigError`` (key ``store.path``) when ``spec`` names a server backend this
+    build does not have; checked before anything else is opened, so that it is the first
+    thing a person reads (not, say, a memory setting the server store would also need)."""
+    text = os.fspath(spec).strip()
+    if text.startswith(_SERVER_SCHEMES):
+        scheme = text.split(":", 1)[0]
+        raise ConfigError(
+            f"the '{scheme}' store backend is not in this build: use a SQLite file path such "
+            f"as .hermes/hermes.db / 此版本不包含 {scheme} 存储后端，请改用 SQLite 文件路径"
+            "（如 .hermes/hermes.db）",
+            key="store.path",
+            file=file,
+        )
 
 
 def _resolve(path: Path, base_dir: Path | None) -> Path:
