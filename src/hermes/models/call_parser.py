@@ -135,16 +135,18 @@ def parse_tool_calls(text: str, *, tool_names: Iterable[str] | None = None) -> P
     received: object = text  # callers outside the type checker may pass anything
     if not isinstance(received, str):
         return ParsedOutput(errors=[f"expected text, got {type(received).__name__}"])
-    names = None if tool_names is None else frozenset(tool_names)
-    found = _Collector(names)
     if CALL_OPEN in text:
+        found = _Collector(None if tool_names is None else frozenset(tool_names))
         return found.result(_tool_call_blocks(text, found))
     plain = ParsedOutput(text.replace(CALL_CLOSE, "").strip() or None)
+    if tool_names is None or (
+        text.lstrip()[:1] not in ("{", "[") and not any(marker in text for marker in _MARKERS)
+    ):
+        return plain  # the common plain-text answer: a few scans, no copies
+    names = frozenset(tool_names)
     if not names:
         return plain
-    starts_json = text.lstrip()[:1] in ("{", "[")
-    if not starts_json and not any(marker in text for marker in _MARKERS):
-        return plain  # the common plain-text answer: a few scans, no copies
+    found = _Collector(names)
     whole = _whole_message(text, found)
     if whole == "calls":
         return found.result("")

@@ -28,9 +28,9 @@ _WORD_RE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _LITERALS = {"True": "true", "False": "false", "None": "null"}
 #: Brackets and quotes: what lenient_value_end looks at.
 _STRUCTURE = re.compile(r"[{}\[\]\"']")
-_STRINGS = {  # unrolled loops: no backtracking per character in a long string
-    '"': re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL),
-    "'": re.compile(r"'[^'\\]*(?:\\.[^'\\]*)*'", re.DOTALL),
+_STRINGS = {  # unrolled, possessive: an unterminated megabyte string fails without backtracking
+    '"': re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL),
+    "'": re.compile(r"'[^'\\]*+(?:\\.[^'\\]*+)*+'", re.DOTALL),
 }
 #: Deeper nesting is not a tool call (json.loads would refuse it anyway).
 MAX_DEPTH = 256
