@@ -88,6 +88,7 @@ ModelFailure = Literal[
     "timeout",  # no answer in time
     "server_error",  # HTTP 5xx or a dropped connection: an outage, transient
     "request_rejected",  # the server refused this request (4xx, a validation 500)
+    "context_overflow",  # the request is larger than the server's context window
     "not_found",  # HTTP 404: no such model or endpoint
     "malformed",  # an answer that is not a chat completion
     "error",

@@ -134,3 +134,13 @@ async def test_every_failure_sentence_carries_the_trace(
     server.default = Reply.http_error(401, "no")
     result = await make_agent().run("hello", session_id=SESSION)
     assert result.trace_id[:12] in result.reply
+
+
+async def test_a_context_overflow_says_lower_the_budget(
+    server: FakeChatServer, make_agent: Factory
+) -> None:
+    server.default = Reply.http_error(400, "This model's maximum context length is 2048 tokens")
+    result = await make_agent().run("你好", session_id=SESSION)
+    assert "agent.context_budget_tokens" in result.reply
+    assert "上下文窗口" in result.reply
+    _no_later(result.reply)

@@ -140,3 +140,20 @@ async def test_the_error_data_carries_the_kind(
         "kind": "authentication",
         "message": error.message,
     }
+
+
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        (400, "This model's maximum context length is 4096 tokens. However, you requested 5000"),
+        (400, "the request exceeds the available context size, try increasing it"),
+        (500, "Requested tokens (5000) exceed context window of 2048"),
+    ],
+)
+async def test_a_request_larger_than_the_server_s_context_is_named_as_such(
+    server: FakeChatServer, make_model: ModelFactory, status: int, message: str
+) -> None:
+    server.push(*[Reply.http_error(status, message)] * 3)
+    error = await _failure(make_model())
+    assert (error.kind, error.retryable) == ("context_overflow", False)
+    assert len(server.requests) == 1

@@ -1,7 +1,8 @@
 """validate_arguments against real tool schemas (seed 003 §4.2): the schemas of public MCP servers
 and of OpenAPI / API-discovery descriptions, each with calls a correct model sends (accepted)
 and broken twins (refused). The corpus, its sources and licences: ``corpus/SOURCES.md``; how
-the calls were made: ``corpus/collect.py``. BENCHMARKS.md ("Validation on real tool schemas") has the figures.
+the calls were made: ``corpus/collect.py``. The figures: BENCHMARKS.md, "Validation on real
+tool schemas".
 """
 
 from __future__ import annotations

@@ -69,6 +69,12 @@ _MODEL_FAILURES: dict[str, tuple[str, str]] = {
         "Sorry, the model server refused this request (HTTP {status}); retrying will not "
         "help: check the model settings (model.model, model.tool_mode) or the server's log.",
     ),
+    "context_overflow": (
+        "抱歉，这次对话超出了模型服务的上下文窗口（HTTP {status}）：请调低 "
+        "agent.context_budget_tokens，或调大服务端的上下文长度。",
+        "Sorry, the conversation is larger than the model server's context window (HTTP "
+        "{status}): lower agent.context_budget_tokens, or give the server a larger context.",
+    ),
     "not_found": (
         "抱歉，模型服务上没有这个模型或接口（HTTP 404）：请检查 model.model 和 model.base_url。",
         "Sorry, the model server has no such model or endpoint (HTTP 404): check model.model "

@@ -94,6 +94,14 @@ _REQUEST_REFUSED = re.compile(
 )
 
 
+#: The server's context window is smaller than the request (llama.cpp, vLLM, OpenAI wording).
+_CONTEXT_OVERFLOW = re.compile(
+    r"context (?:length|size|window)|exceeds? the (?:context|maximum context)"
+    r"|maximum context length|too many tokens|context_length_exceeded",
+    re.IGNORECASE,
+)
+
+
 def _malformed(detail: str) -> _AttemptError:
     return _AttemptError("malformed", detail)
 
@@ -512,6 +520,8 @@ def _translate(exc: Exception) -> _AttemptError:
 
 def _status_failure(status: int, body: object) -> ModelFailure:
     """What an HTTP error status (and its body) means for the person and for retrying."""
+    if status in (400, 413, 422, 500) and _CONTEXT_OVERFLOW.search(str(body)[:4000]):
+        return "context_overflow"
     if status in (401, 403):
         return "authentication"
     if status == 404:
