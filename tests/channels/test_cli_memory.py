@@ -264,7 +264,8 @@ def test_memory_lives_beside_the_session_store_unless_memory_dir_says_otherwise(
     assert memory_dir(loaded(tmp_path, {"memory": {"dir": "mem"}})) == tmp_path / "mem"
     assert memory_dir(loaded(tmp_path, {"store": {"path": ":memory:"}})) is None
     assert memory_dir(loaded(tmp_path, {}), store=":memory:") is None
-    with pytest.raises(ConfigError, match=r"memory\.dir"):
+    # A server store this build lacks is said first (it would need memory.dir too).
+    with pytest.raises(ConfigError, match="store backend is not in this build"):
         memory_dir(loaded(tmp_path, {"store": {"path": "postgres://db/hermes"}}))
 
 

@@ -4,8 +4,8 @@ llama-cpp-python's server (``python -m llama_cpp.server``) with Gemma 3 270M, a 
 in PyPI wheels, in the interpreter ``HERMES_LLAMA_PYTHON`` names (``make test-llama`` builds it
 once; docs/models.md). Two servers on 127.0.0.1, both stopped at the end:
 
-* ``gemma`` — the model's own chat template, strict as real templates are (roles must alternate,
-  a system message only first), behind an API key;
+* ``gemma`` — a chat template strict as real ones are (roles must alternate, a system message
+  only first; STRICT_TEMPLATE), behind an API key;
 * ``tools`` — llama-cpp-python's ``chatml-function-calling`` format, which takes native tools.
 
 Before the fixes these failed: an assistant tool-call message with ``content: null`` (a
@@ -16,6 +16,7 @@ and both were retried as if the server were down.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -42,8 +43,31 @@ pytestmark = pytest.mark.skipif(
 )
 API_KEY = "hermes-test-key"
 START_TIMEOUT = 180.0
-#: Deterministic, short answers: the test is about what the server accepts, not about wit.
-MODEL_OPTIONS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 32, "timeout": 120.0}
+#: Deterministic, short answers: the test is about what the server accepts, not about wit
+#: (the generic x86-64 build answers a few tokens a second on 2 busy cores).
+MODEL_OPTIONS: dict[str, Any] = {"temperature": 0.0, "max_tokens": 6, "timeout": 300.0}
+#: The model's GGUF carries no chat template (llama-cpp-python would fall back to a lenient
+#: llama-2 format), so the strict server gets one written like Gemma's and Qwen3's: a system
+#: message only first, roles alternating user/assistant (tool messages break that, as they do
+#: in Gemma's own template). ``raise_exception`` is not defined in llama-cpp-python's
+#: hf-tokenizer-config renderer, so calling it fails the render: an HTTP 500, as it would be.
+STRICT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% if messages[0]['role'] == 'system' %}{% set first = messages[0]['content'] + '\n\n' %}"
+    "{% set rest = messages[1:] %}{% else %}{% set first = '' %}{% set rest = messages %}"
+    "{% endif %}"
+    "{% for m in rest %}"
+    "{% if m['role'] == 'system' %}"
+    "{{ raise_exception('System message must be at the beginning.') }}"
+    "{% endif %}"
+    "{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{% endif %}"
+    "{% if loop.last and m['role'] == 'assistant' and not m['content'] %}<start_of_turn>model\n"
+    "{% else %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n"
+    "{{ ((first if loop.first else '') + (m['content'] or '')) | trim }}<end_of_turn>\n"
+    "{% endif %}{% endfor %}"
+)
 
 
 @tool
@@ -117,8 +141,16 @@ def _server(model_path: str, log: Path, *options: str) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def gemma(model_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    log = tmp_path_factory.mktemp("llama") / "gemma.log"
-    with _server(model_path, log, "--api_key", API_KEY) as server:
+    folder = tmp_path_factory.mktemp("llama")
+    config = folder / "tokenizer_config.json"
+    config.write_text(
+        json.dumps(
+            {"chat_template": STRICT_TEMPLATE, "bos_token": "<bos>", "eos_token": "<end_of_turn>"}
+        ),
+        encoding="utf-8",
+    )
+    options = ("--chat_format", "hf-tokenizer-config", "--hf_tokenizer_config_path", str(config))
+    with _server(model_path, folder / "gemma.log", "--api_key", API_KEY, *options) as server:
         yield server
 
 
@@ -265,7 +297,9 @@ async def test_tool_call_history_passes_the_server(
 async def test_a_native_turn_with_tools_on_offer_ends_well(
     tools_server: Server, make_agent: Factory
 ) -> None:
-    agent = make_agent(tools_server, model={"max_tokens": 64})
+    # Slow on a busy CPU: the turn gets time, and two model calls are enough to see a call
+    # and its follow-up go through.
+    agent = make_agent(tools_server, model={"max_tokens": 24}, turn_timeout=900, max_iterations=2)
     result = await agent.run("Use the add tool to add 2 and 3.", session_id="llama-native-01")
     assert result.outcome in ("ok", "max_iterations"), result.error
     # Whether the tiny model called the tool or not, nothing the server got was refused.
