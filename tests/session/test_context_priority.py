@@ -18,6 +18,7 @@ from hermes.session.context import (
     build_messages,
     fit_messages,
 )
+from hermes.session import fitting
 from hermes.session.fitting import EARLIER_FLOOR_TOKENS, OLDER_FLOOR_TOKENS
 from hermes.session.items import ContextSlice, Item
 from hermes.session.tokens import count_tokens, messages_tokens
@@ -228,15 +229,11 @@ _result = st.builds(
 )
 _conversation = st.builds(
     Conversation,
+    # Rounds are numbered by position: two rounds with one number would share call ids.
     st.lists(
-        st.builds(
-            lambda n, sizes, summaries: older_round(n, sizes, summaries=summaries),
-            st.integers(0, 99),
-            st.lists(st.integers(0, 3000), max_size=2),
-            st.booleans(),
-        ),
+        st.tuples(st.lists(st.integers(0, 3000), max_size=2), st.booleans()),
         max_size=5,
-    ),
+    ).map(lambda rounds: [older_round(n, s, summaries=b) for n, (s, b) in enumerate(rounds)]),
     st.lists(st.lists(_result, min_size=1, max_size=2), min_size=1, max_size=3),
 )
 
@@ -266,7 +263,10 @@ def _at_floor(original: str, now: str, floor: int) -> bool:
     has_summary = original.startswith("{") and "summary" in json.loads(original)
     body = _body_tokens(now)
     if has_summary:
-        return body is None or body <= 2  # only the summary is left (or nothing to cut)
+        # Only the summary is left, or nothing to cut; or what is left is already no longer
+        # than the summary-only form (whose note can outweigh a short excerpt).
+        floor_form = fitting._Result.read(original).shortened(0)
+        return body is None or body <= 2 or count_tokens(now) <= count_tokens(floor_form)
     return body is not None and body <= 2 * floor + 32  # the "left out" note counts too
 
 
