@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hermes.session import fitting
 from hermes.session.context import (
     FRESH_FLOOR_TOKENS,
     STICKY_BUDGET_SHARE,
@@ -18,7 +19,6 @@ from hermes.session.context import (
     build_messages,
     fit_messages,
 )
-from hermes.session import fitting
 from hermes.session.fitting import EARLIER_FLOOR_TOKENS, OLDER_FLOOR_TOKENS
 from hermes.session.items import ContextSlice, Item
 from hermes.session.tokens import count_tokens, messages_tokens
