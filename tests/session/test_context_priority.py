@@ -175,6 +175,24 @@ def test_a_result_shortened_twice_keeps_its_start_and_end_and_its_original_lengt
     assert second["output_excerpt"].endswith(tail)
 
 
+def test_a_result_with_a_summary_is_never_left_as_an_excerpt_dearer_than_its_summary():
+    """A cut down to a few characters of output costs more (its note) than the summary-only
+    form: a later fit of the same request goes to that form rather than stopping there."""
+    small = payload(42, summary="summary of it")
+    messages, _ = build(Conversation([], [[small, payload(155)]]).items(), 254)  # small is cut
+    messages += [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "now-9", "type": "function",
+             "function": {"name": "get_record", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "now-9", "content": payload(1042)},
+    ]  # fmt: skip
+    fit_messages(messages, messages_tokens(messages), 254)
+    kept = tool_contents(messages)["now-0-0"]
+    summary_only = fitting._Result.read(small).shortened(0)
+    assert count_tokens(kept) <= count_tokens(summary_only)
+    assert json.loads(kept)["summary"] == "summary of it"
+
+
 def test_a_dropped_rounds_sticky_message_moves_into_the_notes():
     sticky = user("记住我的订单号是ORD-20240611", sticky=True)
     history = [sticky, say("好的，记住了。"), *[i for n in range(5) for i in older_round(n, [800])]]

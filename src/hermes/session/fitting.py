@@ -276,13 +276,19 @@ def _cut(messages: list[Message], index: int, fitted: Fitted, excess: int, floor
         return False
     body_tokens = count_tokens(result.body)
     lowest = 0 if result.summary is not None else 2 * floor
-    if body_tokens <= lowest + _MARGIN:
+    if body_tokens <= lowest + _MARGIN and result.summary is None:
         return False
     target = lowest if excess <= 0 else max(lowest, body_tokens - excess - _MARGIN)
     before = message_tokens(message)
+    # With a summary, the summary-only form is the floor: an excerpt of a few tokens (and the
+    # note that comes with it) can cost more than that form, so it is never kept instead.
+    floor_form = result.shortened(0) if result.summary is not None else None
+    floor_tokens = message_tokens({**message, "content": floor_form}) if floor_form else 0
     for _ in range(4):  # the token estimate of a cut is close, rarely exact: at most a retry
         text = result.shortened(target)
         after = message_tokens({**message, "content": text})
+        if floor_form is not None and after >= floor_tokens:
+            text, after = floor_form, floor_tokens
         if after < before or target <= lowest:
             break
         target = max(lowest, target - (after - before) - _MARGIN)
