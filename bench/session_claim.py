@@ -8,8 +8,8 @@ lock and a token) and an empty ``async with`` (the floor).
 Part 2, a whole turn (the turn of ``bench/turn_overhead.py``: the model calls ``add(2, 3)``, the
 tool answers, the model replies; zero-cost in-process model, SQLite file in a temp dir), in a new
 session per turn and in one continued session, with the agent's file locks (the default), with
-in-process locks, and with no lock at all (a claim that takes nothing). The store's fence (one more column compared and set in
-the UPDATE every write already makes) is in all three.
+in-process locks, and with no lock at all (a claim that takes nothing). The store's fence (one
+more column compared and set in the UPDATE every write already makes) is in all three.
 
 Measurements are interleaved in small batches (A B C A B C …) so machine noise hits all alike;
 medians, p95s and ratios come from one run.
