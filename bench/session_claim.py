@@ -65,12 +65,19 @@ class NoLocks:
     def busy(self, session_id: str) -> bool:
         return False
 
+    def close(self) -> None:
+        pass
+
 
 async def measure(fns: dict[str, StepFn], rounds: int, batch: int) -> dict[str, list[float]]:
-    """Interleaved batches; returns per-step times in microseconds."""
+    """Interleaved batches, the order rotated every round (the first of a round meets colder
+    caches); returns per-step times in microseconds."""
     times: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
     for r in range(rounds):
-        for name, fn in fns.items():
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            fn = fns[name]
             for i in range(batch):
                 started = time.perf_counter()
                 await fn(r * batch + i)

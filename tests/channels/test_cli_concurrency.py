@@ -10,7 +10,7 @@ nothing of it stored).
 
 from __future__ import annotations
 
-import fcntl
+import asyncio
 import json
 import os
 import random
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.channels.conftest import TIMEOUT_SECONDS, Hermes, write_config
+from tests.channels.conftest import TIMEOUT_SECONDS, Hermes, Result, write_config
 from tests.models.fake_chat_server import FakeChatServer, Reply, ScriptedCall
 
 SESSION = "shared-session-0001"
@@ -193,14 +193,24 @@ def test_four_processes_on_one_session_never_interleave(
 
 
 def test_a_run_on_a_session_another_process_holds_is_refused_cleanly(hermes: Hermes) -> None:
+    from hermes.session.locks import FileSessionLocks
+
     _configure(hermes, turn_timeout=1)
-    # Another process holds the session's OS lock (the file beside the database) for longer
-    # than the newcomer's turn timeout, its bound for waiting.
-    locks = hermes.data_dir / "hermes.db.locks"
-    locks.mkdir(parents=True)
-    with open(locks / f"{SESSION}.lock", "a+b") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        refused = hermes("run", "pause please", "--session", SESSION, "--json")
+    hermes.data_dir.mkdir(parents=True)
+    locks = FileSessionLocks(hermes.data_dir / "hermes.db")
+
+    async def while_held() -> Result:
+        # This process holds the session's OS lock (beside the database) for longer than the
+        # newcomer's turn timeout, its bound for waiting.
+        async with locks.claim(SESSION, wait=0):
+            return await asyncio.to_thread(
+                hermes, "run", "pause please", "--session", SESSION, "--json"
+            )
+
+    try:
+        refused = asyncio.run(while_held())
+    finally:
+        locks.close()
     assert refused.returncode == 2, refused
     refused.assert_no_traceback()
     error = refused.json()["error"]

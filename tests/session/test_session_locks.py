@@ -24,13 +24,36 @@ LocksFactory = Callable[[], SessionLocks]
 SESSION = "session-lock-1"
 
 
-@pytest.fixture(params=["local", "file"])
-def make_locks(request: pytest.FixtureRequest, tmp_path: Path) -> LocksFactory:
+#: The OS lock kinds this machine has: byte ranges (Linux), one file per session (everywhere).
+FILE_KINDS = [True, False] if sys.platform == "linux" else [False]
+
+
+@pytest.fixture
+def closing() -> Iterator[list[SessionLocks]]:
+    made: list[SessionLocks] = []
+    yield made
+    for locks in made:
+        locks.close()
+
+
+@pytest.fixture(params=["local", "file-ranges", "file-per-session"])
+def make_locks(
+    request: pytest.FixtureRequest, tmp_path: Path, closing: list[SessionLocks]
+) -> LocksFactory:
     """Each call: another locks object on the same sessions (another Agent, same store)."""
     if request.param == "local":
         shared = LocalSessionLocks(cross_process=True)
         return lambda: shared
-    return lambda: FileSessionLocks(tmp_path / "h.db.locks")
+    ranges = request.param == "file-ranges"
+    if ranges and sys.platform != "linux":
+        pytest.skip("byte-range session locks are Linux's (F_OFD_SETLK)")
+
+    def make() -> SessionLocks:
+        locks = FileSessionLocks(tmp_path / "h.db", ranges=ranges)
+        closing.append(locks)
+        return locks
+
+    return make
 
 
 # -- conformance: every SessionLocks ----------------------------------------------------------
@@ -140,7 +163,11 @@ async def test_a_sqlite_file_gets_file_locks_beside_it_and_memory_gets_local_one
         assert isinstance(locks, FileSessionLocks)
         async with locks.claim(SESSION, wait=0) as claim:
             assert claim.cross_process
-        assert (tmp_path / "h.db.locks" / f"{SESSION}.lock").is_file()
+        if sys.platform == "linux":  # one lock file for every session, beside the database
+            assert [n for n in os.listdir(tmp_path) if "lock" in n] == ["h.db.lock"]
+        else:
+            assert (tmp_path / "h.db.locks" / f"{SESSION}.lock").is_file()
+        locks.close()
         in_memory = open_locks(memory)
         assert isinstance(in_memory, LocalSessionLocks)
         async with in_memory.claim(SESSION, wait=0) as claim:
@@ -158,7 +185,8 @@ _HOLDER = textwrap.dedent(
     from hermes.session.locks import FileSessionLocks
 
     async def main():
-        async with FileSessionLocks(sys.argv[1]).claim(sys.argv[2], wait=0) as claim:
+        locks = FileSessionLocks(sys.argv[1], ranges=sys.argv[3] == "ranges")
+        async with locks.claim(sys.argv[2], wait=0) as claim:
             print(claim.token, flush=True)
             await asyncio.sleep(60)
 
@@ -167,11 +195,17 @@ _HOLDER = textwrap.dedent(
 )
 
 
+@pytest.fixture(params=FILE_KINDS, ids=lambda ranges: "ranges" if ranges else "per-session")
+def ranges(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
 @pytest.fixture
-def holder(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+def holder(tmp_path: Path, ranges: bool) -> Iterator[subprocess.Popen[str]]:
     """Another process holding the claim of SESSION (it prints its token once it holds it)."""
+    kind = "ranges" if ranges else "per-session"
     proc = subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, str(tmp_path / "h.db.locks"), SESSION],
+        [sys.executable, "-c", _HOLDER, str(tmp_path / "h.db"), SESSION, kind],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -179,6 +213,7 @@ def holder(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # its token once it holds the lock; "" if it died
         assert line.strip().isdigit(), line
+        proc.token = int(line)  # type: ignore[attr-defined]
         yield proc
     finally:
         if proc.poll() is None:
@@ -187,31 +222,31 @@ def holder(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
 
 
 async def test_a_claim_held_by_another_process_is_refused(
-    tmp_path: Path, holder: subprocess.Popen[str]
+    tmp_path: Path, holder: subprocess.Popen[str], ranges: bool
 ):
-    locks = FileSessionLocks(tmp_path / "h.db.locks")
-    with pytest.raises(SessionBusyError, match="another process"):
-        async with locks.claim(SESSION, wait=0.1):
-            pytest.fail("claimed a session another process holds")
+    locks = FileSessionLocks(tmp_path / "h.db", ranges=ranges)
+    try:
+        with pytest.raises(SessionBusyError, match="another process"):
+            async with locks.claim(SESSION, wait=0.1):
+                pytest.fail("claimed a session another process holds")
+        async with locks.claim("session-lock-other", wait=0):
+            pass  # other sessions are free
+    finally:
+        locks.close()
 
 
-async def test_a_claim_whose_process_was_killed_is_free_at_once(
-    tmp_path: Path, holder: subprocess.Popen[str]
+async def test_a_claim_whose_process_was_killed_is_free_at_once_with_a_higher_token(
+    tmp_path: Path, holder: subprocess.Popen[str], ranges: bool
 ):
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait(timeout=10)
-    locks = FileSessionLocks(tmp_path / "h.db.locks")
-    # No wait at all: the kernel dropped the dead process's lock (no ghost lock, no timeout).
-    async with locks.claim(SESSION, wait=0) as claim:
-        assert claim.token > 0
-
-
-async def test_tokens_rise_across_processes(tmp_path: Path, holder: subprocess.Popen[str]):
-    os.kill(holder.pid, signal.SIGKILL)
-    holder.wait(timeout=10)
-    text = (tmp_path / "h.db.locks" / f"{SESSION}.lock").read_text(encoding="ascii")
-    async with FileSessionLocks(tmp_path / "h.db.locks").claim(SESSION, wait=0) as claim:
-        assert claim.token > int(text)
+    locks = FileSessionLocks(tmp_path / "h.db", ranges=ranges)
+    try:
+        # No wait at all: the kernel dropped the dead process's lock (no ghost lock, no timeout).
+        async with locks.claim(SESSION, wait=0) as claim:
+            assert claim.token > holder.token  # type: ignore[attr-defined]
+    finally:
+        locks.close()
 
 
 # -- the store's fence ------------------------------------------------------------------------

@@ -353,6 +353,7 @@ class Agent:
         closer = getattr(self.model, "aclose", None)
         if closer is not None:
             await closer()
+        self._locks.close()
         if self._owns_store:
             await self.store.close()
 

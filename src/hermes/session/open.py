@@ -53,8 +53,8 @@ def open_store(
 def open_locks(store: Store) -> SessionLocks:
     """The session claims that go with ``store`` (``hermes.session.locks``).
 
-    A SQLite file (opened from a path or handed in): OS file locks in ``<db file>.locks/``
-    beside it, shared by every process on that file. ``:memory:``: in-process locks, which
+    A SQLite file (opened from a path or handed in): OS file locks beside it (``<db>.lock``),
+    shared by every process on that file. ``:memory:``: in-process locks, which
     exclude every turn (no other process can reach the store). Any other ``Store`` object:
     in-process locks that cannot see other processes; its turns still carry fencing tokens,
     and a working state it holds is taken as a live turn until the turn timeout has passed.
@@ -62,7 +62,7 @@ def open_locks(store: Store) -> SessionLocks:
     if isinstance(store, SQLiteStore):
         if store.path == ":memory:":
             return LocalSessionLocks(cross_process=True)
-        return FileSessionLocks(os.path.abspath(store.path) + ".locks")
+        return FileSessionLocks(os.path.abspath(store.path))
     return LocalSessionLocks(cross_process=False)
 
 
