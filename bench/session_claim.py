@@ -1,9 +1,10 @@
 """What claiming a session costs: OS file locks vs in-process locks vs no lock, side by side.
 
 Part 1, the claim alone: ``async with locks.claim(session, wait=0)`` on
-:class:`~hermes.session.locks.FileSessionLocks` (open the session's lock file, ``flock``, read
-and write the token, close), :class:`~hermes.session.locks.LocalSessionLocks` (an asyncio
-lock and a token) and an empty ``async with`` (the floor).
+:class:`~hermes.session.locks.FileSessionLocks` — byte ranges of one open file (Linux, the
+default there: lock and unlock one byte) and ``flock`` on a file per session (the fallback: open,
+``flock``, read and write the token, close) —, :class:`~hermes.session.locks.LocalSessionLocks`
+(an asyncio lock and a token) and an empty ``async with`` (the floor).
 
 Part 2, a whole turn (the turn of ``bench/turn_overhead.py``: the model calls ``add(2, 3)``, the
 tool answers, the model replies; zero-cost in-process model, SQLite file in a temp dir), in a new
@@ -24,6 +25,7 @@ import asyncio
 import contextlib
 import platform
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -102,7 +104,9 @@ def report(title: str, times: dict[str, list[float]], baseline: str) -> None:
 
 
 async def claim_alone(directory: Path, rounds: int, batch: int) -> dict[str, list[float]]:
-    file_locks = FileSessionLocks(directory / "claims.db.locks")
+    kinds = {"file lock, flock per session": False}
+    if sys.platform == "linux":
+        kinds = {"file lock, byte range (default)": True, **kinds}
     local = LocalSessionLocks()
 
     def claiming(locks: FileSessionLocks | LocalSessionLocks | NoLocks) -> StepFn:
@@ -112,15 +116,17 @@ async def claim_alone(directory: Path, rounds: int, batch: int) -> dict[str, lis
 
         return step
 
-    fns = {
-        "file lock (flock, token)": claiming(file_locks),
-        "in-process lock": claiming(local),
-        "no lock": claiming(NoLocks()),
-    }
-    for fn in fns.values():  # warm-up: lock files exist, code paths are hot
-        for i in range(64):
-            await fn(i)
-    return await measure(fns, rounds, batch)
+    made = [FileSessionLocks(directory / "claims.db", ranges=r) for r in kinds.values()]
+    fns = {name: claiming(locks) for name, locks in zip(kinds, made, strict=True)}
+    fns |= {"in-process lock": claiming(local), "no lock": claiming(NoLocks())}
+    try:
+        for fn in fns.values():  # warm-up: lock files exist, code paths are hot
+            for i in range(64):
+                await fn(i)
+        return await measure(fns, rounds, batch)
+    finally:
+        for locks in made:
+            locks.close()
 
 
 async def whole_turn(
