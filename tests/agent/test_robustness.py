@@ -347,3 +347,37 @@ async def test_an_exception_text_reaches_the_model_clipped(make_agent: AgentFact
     message = json.loads(model.requests[1].messages[-1]["content"])["error"]["message"]
     assert message.startswith("RuntimeError: xxx")
     assert len(message) <= 500
+
+
+async def test_a_turn_overtaken_by_a_newer_claim_stops_without_writing_over_it(
+    make_agent: AgentFactory,
+) -> None:
+    # A newer turn writes mid-way through this one (as a turn whose lease expired would see it):
+    # this turn's later writes are refused by the store's fence, and it stops there.
+    holder: list[Agent] = []
+
+    @tool
+    async def usurp() -> str:
+        """Let a newer turn write to the session."""
+        newer = SessionState(fsm_state="parsing_intent", state_entered_at=time.time())
+        await holder[0].store.append(
+            "session-0207",
+            [Item("user", "text", "the newer turn")],
+            state=newer,
+            fence=time.time_ns() + 10**12,
+        )
+        return "done"
+
+    agent = make_agent(ScriptedModel([call("usurp", {}), say("never stored")]), tools=[usurp])
+    holder.append(agent)
+    with pytest.raises(SessionBusyError, match="newer turn"):
+        await agent.run("go", session_id="session-0207")
+    items = await all_items(agent, "session-0207")
+    assert [(i.role, i.kind) for i in items] == [
+        ("user", "text"),
+        ("assistant", "tool_call"),
+        ("user", "text"),  # the newer turn's message, and nothing of the old turn after it
+    ]
+    record = await agent.store.load_session("session-0207")
+    assert record is not None
+    assert record.state.fsm_state == "parsing_intent"  # the newer turn's state stands
