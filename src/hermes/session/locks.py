@@ -110,7 +110,7 @@ class _LocalQueue:
         entry = self._entries.get(session_id)
         if entry is None:
             entry = self._entries[session_id] = _Entry()
-        if wait <= 0 and entry.lock.locked():
+        if wait <= 0 and entry.users > 0:  # held, or about to be by a waiter ahead
             raise busy_error(session_id, 0.0)
         # Nobody else here holds or waits for it: taken at once, without a timer (the common
         # case, and a timer is half the cost of an uncontended claim).

@@ -437,7 +437,8 @@ def _refuse_append(conn: sqlite3.Connection, session_id: str, fence: int | None)
         )
     raise ClaimLostError(
         f"session '{session_id}' was taken over by a newer turn (claim {fence} < {row[0]}); "
-        "this turn stopped without writing / 会话已被新的一轮对话接管，本轮未写入",
+        "this turn stopped here and wrote nothing more / "
+        "会话已被新的一轮对话接管，本轮就此停止，不再写入",
         session_id=session_id,
     )
 
