@@ -73,6 +73,11 @@ class SessionBusyError(HermesError):
     status = 409
 
 
+class ClaimLostError(SessionBusyError):
+    """A turn's write was refused because a newer claim on its session has written since (its
+    fencing token is stale): the turn stops without touching the newer turn's work."""
+
+
 class StoreError(HermesError):
     """The store could not read or write (disk full, locked past the busy timeout, corrupt file)."""
 

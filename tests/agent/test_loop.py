@@ -312,14 +312,14 @@ def test_unknown_builtin_name_is_a_clear_error(tmp_path: object) -> None:
 
 
 async def test_a_busy_session_can_be_refused_instead_of_queued() -> None:
-    from hermes.agent.locks import SessionLocks
     from hermes.errors import SessionBusyError
+    from hermes.session.locks import LocalSessionLocks
 
-    locks = SessionLocks()
-    async with locks.hold("session-0019"):
+    locks = LocalSessionLocks()
+    async with locks.claim("session-0019", wait=0):
         assert locks.busy("session-0019")
         with pytest.raises(SessionBusyError):
-            async with locks.hold("session-0019", wait=False):
+            async with locks.claim("session-0019", wait=0):
                 pass
     assert not locks.busy("session-0019")
     assert len(locks) == 0  # no entry is kept for an idle session

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from hermes import tool
+from hermes import Agent, tool
 from hermes.errors import InvalidInputError, SessionBusyError
 from hermes.models.base import ModelRequest, ModelResponse
 from hermes.session.items import Item, SessionState
+from hermes.session.sqlite_store import SQLiteStore
 from hermes.testing import FunctionModel, ScriptedModel, call, calls, say
 from tests.agent.conftest import AgentFactory, add, all_items, assert_pairs_complete
 
@@ -155,21 +156,59 @@ def test_a_hung_sync_tool_does_not_keep_the_process_alive(tmp_path: Path) -> Non
     assert time.monotonic() - started < 20  # not the 60 s the stuck thread sleeps
 
 
-async def test_a_session_busy_in_another_process_is_refused_not_repaired(
+async def test_a_young_working_state_left_without_a_claim_is_repaired_at_once(
     make_agent: AgentFactory,
 ) -> None:
-    agent = make_agent(ScriptedModel([say("unused")]))
+    # On a SQLite file the claim is an OS lock: a working state found under it cannot belong
+    # to a live turn (that turn would hold the lock), however young it is.
+    agent = make_agent(ScriptedModel([say("recovered")]))
     await agent.store.ensure_session("session-0204", None)
     running = SessionState(fsm_state="executing_tool", state_entered_at=time.time() - 1)
     await agent.store.append(
         "session-0204",
-        [Item("user", "text", "x"), Item("assistant", "tool_call", "{}", "live-1", "add")],
+        [Item("user", "text", "x"), Item("assistant", "tool_call", "{}", "dead-1", "add")],
         state=running,
     )
-    with pytest.raises(SessionBusyError, match="another process"):
-        await agent.run("me too", session_id="session-0204")
+    result = await agent.run("me too", session_id="session-0204")
+    assert result.reply == "recovered"
     items = await all_items(agent, "session-0204")
-    assert not [i for i in items if i.kind == "tool_result"]  # its live call is untouched
+    assert_pairs_complete(items)
+    (repair,) = [i for i in items if i.kind == "tool_result"]
+    assert json.loads(repair.content)["error"]["type"] == "interrupted"
+    assert repair.trace_id == result.trace_id
+
+
+class _ForeignStore:
+    """A Store object the agent cannot see behind (not a SQLiteStore): in-process locks only."""
+
+    def __init__(self, inner: SQLiteStore) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+
+async def test_a_store_without_cross_process_locks_keeps_a_young_working_state_busy(
+    db_path: Path,
+) -> None:
+    inner = SQLiteStore(db_path)
+    store = _ForeignStore(inner)
+    agent = Agent(model=ScriptedModel([say("unused")]), tools=[add], store=store)  # type: ignore[arg-type]
+    try:
+        await inner.ensure_session("session-0206", None)
+        running = SessionState(fsm_state="executing_tool", state_entered_at=time.time() - 1)
+        await inner.append(
+            "session-0206",
+            [Item("user", "text", "x"), Item("assistant", "tool_call", "{}", "live-1", "add")],
+            state=running,
+        )
+        with pytest.raises(SessionBusyError, match="another process"):
+            await agent.run("me too", session_id="session-0206")
+        items = await inner.read_items("session-0206")
+        assert not [i for i in items if i.kind == "tool_result"]  # its live call is untouched
+    finally:
+        await agent.aclose()
+        await inner.close()
 
 
 async def test_recovery_closes_every_call_of_a_large_interrupted_turn(
@@ -308,3 +347,37 @@ async def test_an_exception_text_reaches_the_model_clipped(make_agent: AgentFact
     message = json.loads(model.requests[1].messages[-1]["content"])["error"]["message"]
     assert message.startswith("RuntimeError: xxx")
     assert len(message) <= 500
+
+
+async def test_a_turn_overtaken_by_a_newer_claim_stops_without_writing_over_it(
+    make_agent: AgentFactory,
+) -> None:
+    # A newer turn writes mid-way through this one (as a turn whose lease expired would see it):
+    # this turn's later writes are refused by the store's fence, and it stops there.
+    holder: list[Agent] = []
+
+    @tool
+    async def usurp() -> str:
+        """Let a newer turn write to the session."""
+        newer = SessionState(fsm_state="parsing_intent", state_entered_at=time.time())
+        await holder[0].store.append(
+            "session-0207",
+            [Item("user", "text", "the newer turn")],
+            state=newer,
+            fence=time.time_ns() + 10**12,
+        )
+        return "done"
+
+    agent = make_agent(ScriptedModel([call("usurp", {}), say("never stored")]), tools=[usurp])
+    holder.append(agent)
+    with pytest.raises(SessionBusyError, match="newer turn"):
+        await agent.run("go", session_id="session-0207")
+    items = await all_items(agent, "session-0207")
+    assert [(i.role, i.kind) for i in items] == [
+        ("user", "text"),
+        ("assistant", "tool_call"),
+        ("user", "text"),  # the newer turn's message, and nothing of the old turn after it
+    ]
+    record = await agent.store.load_session("session-0207")
+    assert record is not None
+    assert record.state.fsm_state == "parsing_intent"  # the newer turn's state stands

@@ -93,6 +93,24 @@ async def test_context_stays_bounded_and_older_rounds_are_summarized(
     assert "message number 24" in summary  # the newest folded round is in the summary
 
 
+async def test_a_summary_carries_the_trace_id_of_the_turn_that_folded_it(
+    make_agent: AgentFactory,
+) -> None:
+    agent = make_agent(FunctionModel(lambda r: say("ok")), context_rounds=2, summary_min_backlog=2)
+    traces = [
+        (await agent.run(f"message number {n}", session_id="session-0106")).trace_id
+        for n in range(8)
+    ]
+    items = await all_items(agent, "session-0106")
+    summaries = [i for i in items if i.kind == "summary"]
+    assert summaries
+    for summary in summaries:
+        # Folded by the turn whose user message was stored just before it.
+        folder = [i for i in items if i.seq < summary.seq and i.role == "user"][-1]
+        assert summary.trace_id == folder.trace_id
+        assert summary.trace_id in traces
+
+
 async def test_import_history_then_a_turn_reads_only_the_window(
     make_agent: AgentFactory,
 ) -> None:

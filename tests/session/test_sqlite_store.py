@@ -287,7 +287,7 @@ async def test_a_version_1_database_with_sessions_is_upgraded_to_the_current_sch
         assert "sessions_by_user" in names
         assert "sessions_by_activity" not in names
         version = await store._run("test", lambda c: c.execute("PRAGMA user_version").fetchone())
-        assert version[0] == SCHEMA_VERSION == 3
+        assert version[0] == SCHEMA_VERSION == 4
     finally:
         await store.close()
 
@@ -350,4 +350,4 @@ async def test_a_version_2_database_gains_the_approval_column(tmp_path: Path) ->
     finally:
         await store.close()
     assert "approval" in _columns(path, "sessions")
-    assert _version(path) == SCHEMA_VERSION == 3
+    assert _version(path) == SCHEMA_VERSION == 4

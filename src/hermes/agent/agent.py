@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from hermes.agent.approvals import Decision, PendingApproval
 from hermes.agent.events import AgentEvent, TurnFinished
 from hermes.agent.history import import_chat_history
-from hermes.agent.locks import SessionLocks
 from hermes.agent.remote_tools import RemoteTools
 from hermes.agent.result import RunResult
 from hermes.agent.turn import run_turn
@@ -30,7 +29,7 @@ from hermes.models.brain import RuleBrain
 from hermes.observe import get_logger, log_context
 from hermes.session.fsm import StateMachineSpec
 from hermes.session.ids import new_session_id, validate_session_id, validate_user_id
-from hermes.session.open import open_store
+from hermes.session.open import open_locks, open_store
 from hermes.session.store import Store
 from hermes.session.summary import ExtractiveSummarizer, Summarizer
 from hermes.session.tokens import message_tokens
@@ -142,7 +141,9 @@ class Agent:
         #: What every tool call finds in ``ToolContext.extras`` (``http_allow``,
         #: ``idempotency_path``, ``protected_paths``…); extend it before the first turn.
         self.tool_extras = runtime.extras
-        self._locks = SessionLocks()
+        #: Claims on sessions (OS file locks beside a SQLite file, else in-process locks):
+        #: one turn per session at a time, across processes (hermes.session.locks).
+        self._locks = open_locks(self.store)
         #: Problems met while building the agent that did not stop it (a skipped plugin file).
         self.startup_warnings: list[str] = []
         #: The MCP servers' tools (``None`` without servers); they connect in the background
@@ -242,7 +243,11 @@ class Agent:
         if self.mcp is not None:
             self.mcp.sync()  # never waits: a server not ready yet joins a later turn
         with log_context(msg_id=message.msg_id, trace_id=message.trace_id, session_id=session_id):
-            async with self._locks.hold(session_id):
+            # Claimed before the state is read and the message stored: the busy check and the
+            # user's message belong to the one turn that holds the session. A turn waits for the
+            # one before it at most one turn's time, then is refused (nothing of it stored).
+            wait = self._runtime.settings.turn_timeout
+            async with self._locks.claim(session_id, wait=wait) as claim:
                 if approval_id is not None and await self.store.load_session(session_id) is None:
                     raise InvalidInputError(
                         f"no pending approval {approval_id!r}: session {session_id!r} does not "
@@ -255,6 +260,7 @@ class Agent:
                     session_id,
                     user_id,
                     emit,
+                    claim=claim,
                     decision=decision,
                     approval_id=approval_id,
                 )
@@ -347,6 +353,7 @@ class Agent:
         closer = getattr(self.model, "aclose", None)
         if closer is not None:
             await closer()
+        self._locks.close()
         if self._owns_store:
             await self.store.close()
 

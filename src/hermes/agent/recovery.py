@@ -4,6 +4,12 @@ A turn cut off mid-way — a crash, a kill, a cancelled task, an exception from 
 never leave a tool call without its result nor a session stuck in a working state. Calls
 without results get an ``interrupted`` result and the state falls back to ``idle``, either at
 once (cancellation, exceptions) or when the session's next turn finds the leftovers (a crash).
+
+The next turn knows a leftover from a live turn by its claim (``hermes.session.locks``): an OS
+file lock, a lease, or a store no other process can reach exclude every other turn, so a
+working state found under such a claim was left by a turn whose process died — repaired at
+once, however young. Only a ``Store`` object whose locks cannot see other processes keeps the
+time rule: a working state younger than the turn timeout (+ margin) may be a live turn there.
 """
 
 from __future__ import annotations
@@ -30,8 +36,9 @@ INTERRUPTED = json.dumps(
 #: States in which a turn is running. ``awaiting_confirmation`` is not one: a session waiting
 #: for a person's approval is at rest (its pending approval is in the stored state).
 WORKING_STATES = ("parsing_intent", "executing_tool")
-#: Seconds past the turn timeout after which a session left in a working state is taken to
-#: belong to a dead process (and repaired) rather than to a turn running elsewhere.
+#: For stores without cross-process locks only: seconds past the turn timeout after which a
+#: session left in a working state is taken to belong to a dead process (and repaired) rather
+#: than to a turn running elsewhere.
 STALE_MARGIN_S = 5.0
 
 
@@ -50,19 +57,22 @@ def interrupted_item(call_id: str, tool_name: str | None, trace_id: str) -> Item
 async def recover(rt: Runtime, turn: TurnState) -> None:
     """Before a turn: repair what an interrupted turn left, and apply state timeouts.
 
-    A session found in a working state is either being served by another process right now
-    (its state moved less than a turn timeout ago: ``SessionBusyError``) or was left by one
-    that died: then every call of that turn without a result gets ``interrupted``.
+    A session found in a working state was left by a turn that died (the claim excludes every
+    live one) — then every call of that turn without a result gets ``interrupted`` and the
+    state goes back to ``idle`` — unless the claim cannot see other processes and the state
+    moved less than a turn timeout ago (``SessionBusyError``: it may be running there).
     """
     fsm = turn.fsm
     if fsm.state in WORKING_STATES:
         age = time.time() - fsm.entered_at
         limit = rt.settings.turn_timeout + STALE_MARGIN_S
-        if age < limit:
+        if not turn.claim.cross_process and age < limit:
             raise SessionBusyError(
                 f"session '{turn.session_id}' has a turn running in another process "
                 f"(started {age:.0f} s ago); if that process died, the session is repaired "
-                f"after {limit:.0f} s / 该会话正在另一个进程中处理"
+                f"after {limit:.0f} s / 该会话正在另一个进程中处理，若该进程已退出，"
+                f"{limit:.0f} 秒后自动修复",
+                session_id=turn.session_id,
             )
         # All calls of the interrupted turn come after its user message: read from there.
         last_turn = await rt.store.context_slice(turn.session_id, 1)
@@ -74,7 +84,7 @@ async def recover(rt: Runtime, turn: TurnState) -> None:
         ]
         fsm.fire("fail")
         await turn.append(rt.store, repairs)
-        log.warning("turn_recovered", repaired_calls=len(repairs))
+        log.warning("turn_recovered", repaired_calls=len(repairs), left_s=round(age, 3))
     elif fsm.expired():
         previous = fsm.state
         fsm.expire()

@@ -1,6 +1,6 @@
 """One turn of one session, in the order of the seed's pipeline (seed 004 §2.2):
 
-lock (held by the caller) → state → store the message → context (+ fold history) →
+claim (held by the caller) → state → store the message → context (+ fold history) →
 model ⇄ tools → reply.
 
 Everything a turn writes goes through ``Store.append`` in a few transactions (user message;
@@ -51,7 +51,7 @@ from hermes.agent.tools_step import (
     result_items,
 )
 from hermes.agent.turn_state import Ending, Runtime, TurnSettings, TurnState
-from hermes.errors import ModelError
+from hermes.errors import ClaimLostError, ModelError
 from hermes.messages import Message
 from hermes.models.base import ModelRequest, ModelResponse, ToolCall, ToolSpec
 from hermes.models.conversation import with_notes
@@ -59,6 +59,7 @@ from hermes.observe import get_logger
 from hermes.session.context import build_messages, fit_messages
 from hermes.session.inbound import read_inbound
 from hermes.session.items import ContextSlice, Item
+from hermes.session.locks import SessionClaim
 from hermes.session.summary import fold_backlog
 from hermes.session.tokens import message_tokens
 from hermes.tools.base import ToolContext
@@ -80,10 +81,13 @@ async def run_turn(
     user_id: str | None,
     emit: Callable[[AgentEvent], None],
     *,
+    claim: SessionClaim,
     decision: Decision | None = None,
     approval_id: str | None = None,
 ) -> RunResult:
-    """Run one turn; the caller holds the session lock and has validated the ids and text.
+    """Run one turn; the caller holds ``claim`` on the session and has validated the ids and
+    text. Every write of the turn carries the claim's token (``ClaimLostError`` if a newer
+    turn overtook it: the turn stops there, writing nothing more).
 
     With ``approval_id`` (``Agent.approve``/``reject``) the session's pending approval must be
     that one and still valid, else ``InvalidInputError`` before anything is stored; ``decision``
@@ -100,6 +104,7 @@ async def run_turn(
         rt.states.attach(record.state.fsm_state, record.state.state_entered_at),
         record.state,
         emit,
+        claim,
     )
     if approval_id is not None:
         check_requested(turn, approval_id)
@@ -239,6 +244,10 @@ async def _run_guarded(
             exc.to_dict(),
         )
         log.error("model_failed", error=exc.message, kind=exc.kind, retryable=exc.retryable)
+    except ClaimLostError:
+        # A newer turn owns the session now: nothing of ours may be written over its work.
+        log.warning("turn_claim_lost")
+        raise
     except asyncio.CancelledError:
         # The caller gave up (a closed stream, wait_for, Ctrl-C): close the turn, then obey.
         await asyncio.shield(abandon(rt, turn))
@@ -536,6 +545,8 @@ async def _close_gap(rt: Runtime, turn: TurnState, slice_: ContextSlice) -> Cont
                     slice_,
                     rt.summarizer,
                     min_backlog=rt.settings.summary_min_backlog,
+                    trace_id=turn.trace_id,
+                    fence=turn.claim.token,
                 )
         except TimeoutError:
             # The summarizer used the whole turn's time: go on with what we have (the model

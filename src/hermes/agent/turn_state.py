@@ -15,6 +15,7 @@ from hermes.models.base import Model, ToolSpec
 from hermes.models.brain import RuleBrain
 from hermes.session.fsm import ConversationState, StateMachineSpec
 from hermes.session.items import Item, SessionState
+from hermes.session.locks import SessionClaim
 from hermes.session.store import Store
 from hermes.session.summary import Summarizer
 from hermes.session.tokens import REPLY_PRIMING, count_tokens, message_tokens
@@ -126,6 +127,8 @@ class TurnState:
     fsm: ConversationState
     state: SessionState
     emit: Callable[[AgentEvent], None]
+    #: The turn's claim on its session: every write carries its token (the store's fence).
+    claim: SessionClaim
     records: list[ToolCallRecord] = field(default_factory=list)
     iterations: int = 0
     #: Event-loop time at which the turn's total timeout expires.
@@ -150,8 +153,11 @@ class TurnState:
         )
 
     async def append(self, store: Store, items: list[Item]) -> list[Item]:
-        """Append items together with the current state, in one transaction."""
-        return await store.append(self.session_id, items, state=self.snapshot())
+        """Append items together with the current state, in one transaction, fenced by the
+        turn's claim (``ClaimLostError`` once a newer turn of the session has written)."""
+        return await store.append(
+            self.session_id, items, state=self.snapshot(), fence=self.claim.token
+        )
 
 
 @dataclass(slots=True)

@@ -5,7 +5,9 @@
 
 Exit codes: 0 when the turn ran (even if it ended in an honest failure such as an unreachable
 model: the reply says so and the JSON carries ``"error"``); 2 when the command was refused
-(bad input, bad id, bad configuration), with ``{"error": {"type", "message"}}`` under ``--json``.
+(bad input, bad id, bad configuration, or a session another turn still held after waiting up to
+``agent.turn_timeout``: ``session_busy``, nothing stored), with ``{"error": {"type", "message"}}``
+under ``--json``.
 """
 
 from __future__ import annotations

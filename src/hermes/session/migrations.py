@@ -74,7 +74,12 @@ _V2: Migration = (
 # of ``scratch``, so an operator can find waiting sessions with one query.
 _V3: Migration = ("ALTER TABLE sessions ADD COLUMN approval TEXT",)
 
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3)
+# v4: the fence of a session (hermes.session.locks): the highest claim token a write of a turn
+# has carried. A write with a lower token (a turn whose claim was overtaken) is refused, so only
+# the claimant of the session's newest turn writes to it.
+_V4: Migration = ("ALTER TABLE sessions ADD COLUMN claim_token INTEGER NOT NULL DEFAULT 0",)
+
+MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

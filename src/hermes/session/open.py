@@ -1,4 +1,5 @@
-"""Turn what a user wrote for ``store=`` (nothing, a path, a URL, a ready store) into a Store."""
+"""Turn what a user wrote for ``store=`` (nothing, a path, a URL, a ready store) into a Store,
+and pick the ``SessionLocks`` that go with it."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 from pathlib import Path
 
 from hermes.errors import ConfigError
+from hermes.session.locks import FileSessionLocks, LocalSessionLocks, SessionLocks
 from hermes.session.sqlite_store import DEFAULT_DB_PATH, SQLiteStore
 from hermes.session.store import Store
 
@@ -46,6 +48,22 @@ def open_store(
     if isinstance(spec, Store):
         return spec
     raise ConfigError(f"store must be a path, a URL or a Store object, not {type(spec).__name__}")
+
+
+def open_locks(store: Store) -> SessionLocks:
+    """The session claims that go with ``store`` (``hermes.session.locks``).
+
+    A SQLite file (opened from a path or handed in): OS file locks beside it (``<db>.lock``),
+    shared by every process on that file. ``:memory:``: in-process locks, which
+    exclude every turn (no other process can reach the store). Any other ``Store`` object:
+    in-process locks that cannot see other processes; its turns still carry fencing tokens,
+    and a working state it holds is taken as a live turn until the turn timeout has passed.
+    """
+    if isinstance(store, SQLiteStore):
+        if store.path == ":memory:":
+            return LocalSessionLocks(cross_process=True)
+        return FileSessionLocks(os.path.abspath(store.path))
+    return LocalSessionLocks(cross_process=False)
 
 
 def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None) -> None:

@@ -14,9 +14,9 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from hermes.errors import InvalidIdError, SessionAccessError, StoreError
+from hermes.errors import ClaimLostError, InvalidIdError, SessionAccessError, StoreError
 from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
 from hermes.session.migrations import apply_migrations
@@ -37,14 +37,29 @@ _INSERT_ITEM = (
 )
 _SELECT_SESSION = f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?"
 _RESERVE_SEQS = (
-    "UPDATE sessions SET last_seq = last_seq + ?, item_count = item_count + ?, last_active = ? "
-    "WHERE session_id = ? RETURNING last_seq"
+    "UPDATE sessions SET last_seq = last_seq + ?, item_count = item_count + ?, last_active = ?"
 )
-_RESERVE_SEQS_WITH_STATE = (
-    "UPDATE sessions SET last_seq = last_seq + ?, item_count = item_count + ?, last_active = ?, "
-    "fsm_state = ?, state_entered_at = ?, scratch = ?, token_estimate = ?, approval = ? "
-    "WHERE session_id = ? RETURNING last_seq"
-)
+_WITH_STATE = ", fsm_state = ?, state_entered_at = ?, scratch = ?, token_estimate = ?, approval = ?"
+# The fence (hermes.session.locks): a write carrying a claim token lower than the session's is
+# refused in the same statement that reserves the seqs, so the check cannot race the write.
+_WITH_FENCE = ", claim_token = ?"
+_WHERE_SESSION = " WHERE session_id = ?"
+_WHERE_FENCE = " AND claim_token <= ?"
+_RETURNING = " RETURNING last_seq"
+
+
+def _reserve_sql(with_state: int, fenced: int) -> str:
+    return (
+        _RESERVE_SEQS
+        + (_WITH_STATE if with_state else "")
+        + (_WITH_FENCE if fenced else "")
+        + _WHERE_SESSION
+        + (_WHERE_FENCE if fenced else "")
+        + _RETURNING
+    )
+
+
+_RESERVE = {(state, fenced): _reserve_sql(state, fenced) for state in (0, 1) for fenced in (0, 1)}
 
 # The reads of a turn (seed 001 §2.2). The literal WHERE terms match the partial indexes of
 # migrations.py, so each is an index seek; OFFSET walks at most ``rounds`` index entries.
@@ -228,20 +243,27 @@ class SQLiteStore(SQLiteWorker):
         )
 
     async def append(
-        self, session_id: str, items: Sequence[Item], state: SessionState | None = None
+        self,
+        session_id: str,
+        items: Sequence[Item],
+        state: SessionState | None = None,
+        *,
+        fence: int | None = None,
     ) -> list[Item]:
         """Append items and (optionally) save the state in one transaction.
 
         Seqs continue the session's log without gaps; the returned copies carry ``seq`` and
-        ``created_at`` (the input items are not changed). Raises ``StoreError`` if the session
-        does not exist or a value cannot be stored.
+        ``created_at`` (the input items are not changed). With ``fence`` (a claim's token) the
+        write happens only if no write with a higher token came first, and records the token;
+        otherwise ``ClaimLostError`` and nothing is written. Raises ``StoreError`` if the
+        session does not exist or a value cannot be stored.
         """
-        if not items and state is None:
+        if not items and state is None and fence is None:
             return []
         rows = [_item_values(item) for item in items]
         state_row = None if state is None else _state_values(state)
         now = time.time()
-        first = await self._run("append", _append, session_id, rows, state_row, now)
+        first = await self._run("append", _append, session_id, rows, state_row, now, fence=fence)
         # Field by field rather than dataclasses.replace: this is on every turn's hot path.
         return [
             Item(
@@ -374,23 +396,26 @@ def _append(
     rows: list[tuple[Any, ...]],
     state_row: tuple[Any, ...] | None,
     now: float,
+    *,
+    fence: int | None = None,
 ) -> int:
     """Write items and/or state in one transaction; return the seq of the first item."""
     count = len(rows)
+    params: list[Any] = [count, count, now]
+    if state_row is not None:
+        params.extend(state_row)
+    if fence is not None:
+        params.append(fence)
+    params.append(session_id)
+    if fence is not None:
+        params.append(fence)
+    sql = _RESERVE[(int(state_row is not None), int(fence is not None))]
     with write_transaction(conn):
-        # One statement reserves the seqs and saves the state (RETURNING: SQLite >= 3.35);
-        # the write lock of BEGIN IMMEDIATE keeps the reserved range ours.
-        if state_row is None:
-            found = conn.execute(_RESERVE_SEQS, (count, count, now, session_id)).fetchone()
-        else:
-            found = conn.execute(
-                _RESERVE_SEQS_WITH_STATE, (count, count, now, *state_row, session_id)
-            ).fetchone()
+        # One statement checks the fence, reserves the seqs and saves the state (RETURNING:
+        # SQLite >= 3.35); the write lock of BEGIN IMMEDIATE keeps the reserved range ours.
+        found = conn.execute(sql, params).fetchone()
         if found is None:
-            raise StoreError(
-                f"session {session_id!r} does not exist (call ensure_session first)",
-                session_id=session_id,
-            )
+            _refuse_append(conn, session_id, fence)
         first = int(found[0]) - count + 1
         if rows:
             conn.executemany(
@@ -398,6 +423,24 @@ def _append(
                 [(session_id, first + i, *values, now) for i, values in enumerate(rows)],
             )
     return first
+
+
+def _refuse_append(conn: sqlite3.Connection, session_id: str, fence: int | None) -> NoReturn:
+    """Why an append matched no row: a missing session, or a newer claim's fence."""
+    row = conn.execute(
+        "SELECT claim_token FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if row is None:
+        raise StoreError(
+            f"session {session_id!r} does not exist (call ensure_session first)",
+            session_id=session_id,
+        )
+    raise ClaimLostError(
+        f"session '{session_id}' was taken over by a newer turn (claim {fence} < {row[0]}); "
+        "this turn stopped here and wrote nothing more / "
+        "会话已被新的一轮对话接管，本轮就此停止，不再写入",
+        session_id=session_id,
+    )
 
 
 def _context_slice(

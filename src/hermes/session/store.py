@@ -25,10 +25,20 @@ class Store(Protocol):
         ...
 
     async def append(
-        self, session_id: str, items: Sequence[Item], state: SessionState | None = None
+        self,
+        session_id: str,
+        items: Sequence[Item],
+        state: SessionState | None = None,
+        *,
+        fence: int | None = None,
     ) -> list[Item]:
         """Append items (assigning ``seq`` and ``created_at``) and optionally save the state,
-        all in one transaction. Returns the stored items."""
+        all in one transaction. Returns the stored items.
+
+        ``fence`` is the token of the caller's claim on the session (``hermes.session.locks``):
+        the write happens only when no write with a higher token came before it, and then
+        records the token, checked in the same transaction; else ``ClaimLostError`` and
+        nothing is written."""
         ...
 
     async def save_state(self, session_id: str, state: SessionState) -> None:

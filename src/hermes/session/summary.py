@@ -223,13 +223,16 @@ async def fold_backlog(
     *,
     min_backlog: int = 8,
     max_items: int = 400,
+    trace_id: str | None = None,
+    fence: int | None = None,
 ) -> Item | None:
     """Fold the slice's backlog into a new summary item once it holds ``min_backlog`` items.
 
     Reads at most ``max_items`` of the newest backlog items (older ones are named in the summary
     as not summarized), so the cost is bounded whatever the session's length. Appends and
     returns the summary item (role ``system``, ``meta["covers_until"] = window_start - 1``), or
-    returns None when there is not enough to fold.
+    returns None when there is not enough to fold. The summary carries ``trace_id``, the turn
+    that folded it, and is written under that turn's claim ``fence`` (``Store.append``).
     """
     if slice.backlog < max(1, min_backlog):
         return None
@@ -251,7 +254,8 @@ async def fold_backlog(
         role="system",
         kind="summary",
         content=text,
+        trace_id=trace_id,
         meta={"covers_until": slice.window_start - 1, "folded": len(items), "skipped": skipped},
     )
-    (stored,) = await store.append(session_id, [summary])
+    (stored,) = await store.append(session_id, [summary], fence=fence)
     return stored
