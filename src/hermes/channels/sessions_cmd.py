@@ -67,7 +67,7 @@ def sessions_delete(
 ) -> None:
     """Delete a session and all its items. / 删除会话及其全部消息。
 
-    The user's long-term memories and tool-call records stay (`hermes memory forget`).
+    The user's long-term memories and tool-call records stay (`hermes memory forget --all`).
     """
     try:
         sid = validate_session_id(session_id)
