@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -100,10 +101,14 @@ async def test_a_turn_cancelled_by_wait_for_leaves_the_session_consistent(
 
 
 async def test_hanging_sync_tools_do_not_starve_the_others(make_agent: AgentFactory) -> None:
+    release = threading.Event()
+    finished: list[int] = []
+
     @tool(timeout=0.1)
     def hang() -> str:
-        """A sync tool stuck in a blocking call."""
-        time.sleep(3)
+        """A sync tool stuck in a blocking call (until the test releases it)."""
+        release.wait(60)
+        finished.append(1)
         return "late"
 
     def script(request: ModelRequest) -> ModelResponse:
@@ -113,12 +118,16 @@ async def test_hanging_sync_tools_do_not_starve_the_others(make_agent: AgentFact
         return call("add", {"a": 1, "b": 1}) if last["content"] == "add" else call("hang")
 
     agent = make_agent(FunctionModel(script), tools=[hang, add])
-    hung = [agent.run("hang", session_id=f"session-03{i:02d}") for i in range(12)]
-    await asyncio.gather(*hung)
-    started = time.perf_counter()
-    result = await agent.run("add", session_id="session-0399")
-    assert result.tool_calls[0].ok
-    assert time.perf_counter() - started < 2  # not queued behind the twelve stuck threads
+    try:
+        hung = [agent.run("hang", session_id=f"session-03{i:02d}") for i in range(12)]
+        await asyncio.gather(*hung)
+        # Order, not a clock: queued behind the twelve stuck threads, the call would wait for
+        # `release`, which comes only after it (the generous bound turns that into a failure).
+        result = await asyncio.wait_for(agent.run("add", session_id="session-0399"), 30)
+        assert result.tool_calls[0].ok
+        assert finished == []  # answered while all twelve were still stuck
+    finally:
+        release.set()
 
 
 def test_a_hung_sync_tool_does_not_keep_the_process_alive(tmp_path: Path) -> None:

@@ -113,7 +113,10 @@ def test_any_text_parses_and_every_translation_is_one_index_token(lines: list[st
 
 
 def _dictionary() -> bytes:
-    return gzip.compress(ENTRIES.encode("utf-8"))
+    # mtime=0: gzip stamps the current second into its header, and the cache file is named
+    # by a digest of these bytes — two reads a second apart named two different caches (the
+    # cause of test_a_built_cache_is_opened_at_once failing on a loaded machine).
+    return gzip.compress(ENTRIES.encode("utf-8"), mtime=0)
 
 
 def test_the_tables_are_built_once_into_the_cache_directory(
@@ -293,12 +296,23 @@ def test_a_search_does_not_wait_for_the_tables_to_be_built(fresh_process: thread
 
 
 def test_a_built_cache_is_opened_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """ "At once" means: in the caller's thread, from the file, with no build — not a time.
+
+    A build thread another test left running could append its result to the lists this test
+    installs (``_build`` looks them up when it ends), so any is waited for first.
+    """
+    for thread in list(lexicon_module._builder):
+        thread.join()
     monkeypatch.setenv("HERMES_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(lexicon_module, "read_dictionary", _dictionary)
     assert open_lexicon() is not None  # an earlier process built it
+    [built] = tmp_path.glob("lexicon-*.sqlite3")
+    stamp = built.stat().st_mtime_ns
     monkeypatch.setattr(lexicon_module, "_result", [])
     monkeypatch.setattr(lexicon_module, "_builder", [])
-    opened = load_lexicon(wait=False)
+    opened = load_lexicon(wait=False)  # wait=False: None here would mean "still building"
     assert opened is not None
     assert opened.chinese("city") == ("城市",)
     assert lexicon_module._builder == []  # no thread was needed
+    assert built.stat().st_mtime_ns == stamp  # the file was opened, not rebuilt
+    assert load_lexicon(wait=False) is opened  # and kept for the process

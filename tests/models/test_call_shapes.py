@@ -218,7 +218,7 @@ def test_a_megabyte_unclosed_call_still_yields_its_call_quickly(text: str) -> No
     parsed = parse_tool_calls(text, tool_names=("echo",))
     elapsed = time.perf_counter() - started
     assert [c.name for c in parsed.tool_calls] == ["echo"]
-    assert elapsed < 1.0  # typically a few ms; generous for a shared machine
+    assert elapsed < 5.0  # typically a few ms; a quadratic scan would take minutes
 
 
 @pytest.mark.parametrize(
@@ -236,7 +236,7 @@ def test_a_megabyte_unclosed_call_still_yields_its_call_quickly(text: str) -> No
 def test_a_megabyte_of_broken_call_text_is_refused_quickly(text: str) -> None:
     started = time.perf_counter()
     parsed = parse_tool_calls(text, tool_names=("echo",))
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 5.0  # a few ms; generous for a loaded machine
     assert len(parsed.errors) <= 25  # the first problems and how many more, not 100,000 lines
 
 

@@ -381,3 +381,37 @@ async def test_bulk_import_refuses_a_session_of_another_user(store: Store):
 async def test_bulk_import_rejects_malformed_ids(store: Store):
     with pytest.raises(InvalidIdError):
         store.bulk_import("bad id", "u1", [user("x")])
+
+
+# -- deleting a session ---------------------------------------------------------------------
+
+
+async def test_delete_session_removes_the_session_and_its_whole_log(store: Store):
+    await store.ensure_session(SID, "u1")
+    await store.append(SID, [user("hi"), say("hello"), user("again")])
+    assert await store.delete_session(SID) is True
+    assert await store.load_session(SID) is None
+    assert await store.read_items(SID) == []
+    assert await store.list_sessions() == []
+    # The id is free again: a new session under it starts an empty log at seq 1.
+    await store.ensure_session(SID, "u2")
+    (first,) = await store.append(SID, [user("new")])
+    assert first.seq == 1
+
+
+async def test_delete_session_leaves_other_sessions_alone(store: Store):
+    await store.ensure_session(SID, "u1")
+    await store.ensure_session("session-0002", "u1")
+    await store.append("session-0002", [user("kept")])
+    assert await store.delete_session(SID)
+    assert [r.session_id for r in await store.list_sessions()] == ["session-0002"]
+    assert [i.content for i in await store.read_items("session-0002")] == ["kept"]
+
+
+async def test_delete_session_of_an_unknown_session_is_false(store: Store):
+    assert await store.delete_session("no-such-session") is False
+
+
+async def test_delete_session_rejects_a_malformed_id(store: Store):
+    with pytest.raises(InvalidIdError):
+        await store.delete_session("bad id")

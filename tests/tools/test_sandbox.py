@@ -8,7 +8,8 @@ import os
 import resource
 import shutil
 import signal
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 import sandbox_targets as targets
 
 from hermes.errors import ToolError
+from hermes.tools import sandbox as sandbox_module
 from hermes.tools.base import Tool, ToolContext
 from hermes.tools.builtin.calculator import calculator
 from hermes.tools.decorator import as_tool, make_tool
@@ -421,23 +423,54 @@ async def _group_gone(pgid: int) -> bool:
     return False
 
 
-def _as_nobody(tmp_path: Path) -> str:
-    """As root, a python that runs as ``nobody`` (RLIMIT_NPROC binds only a normal user)."""
+@pytest.fixture
+def readable_copy() -> Iterator[Path]:
+    """A world-readable folder outside the checkout, removed afterwards.
+
+    The checkout may sit in a private folder (a fresh ``mktemp -d`` clone is mode 0700), where a
+    child running as ``nobody`` can read neither the child script nor the target module, and so
+    may pytest's own ``tmp_path`` (``/tmp/pytest-of-root`` is 0700 too).
+    """
+    folder = Path(tempfile.mkdtemp(prefix="hermes-as-nobody-"))
+    try:
+        folder.chmod(0o755)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _as_nobody(tmp_path: Path, readable: Path) -> str:
+    """As root, a python that runs as ``nobody`` (RLIMIT_NPROC binds only a normal user).
+
+    The child script and the test targets are copied to ``readable``, and the wrapper runs
+    those copies: the sandbox calls ``python -I CHILD_SCRIPT LIMITS ROOTS...`` and the wrapper
+    keeps the limits (``$3``) but swaps the script and the import roots for the copies, so the
+    test checks the same limit from whatever folder the checkout is in.
+    """
     setpriv, python = shutil.which("setpriv"), "/usr/bin/python3.11"
     if setpriv is None or not os.access(python, os.X_OK):
         pytest.skip("needs setpriv and /usr/bin/python3.11 to run the child as a normal user")
+    for source in (
+        Path(sandbox_module.__file__ or "").with_name("_sandbox_child.py"),
+        Path(targets.__file__ or ""),
+    ):
+        shutil.copy(source, readable / source.name)
+        (readable / source.name).chmod(0o644)
     wrapper = tmp_path / "python-as-nobody"
     wrapper.write_text(
-        f'#!/bin/sh\nexec {setpriv} --reuid=65534 --regid=65534 --clear-groups {python} "$@"\n'
+        f'#!/bin/sh\n[ "$1" = -I ] || exit 97\n'
+        f"exec {setpriv} --reuid=65534 --regid=65534 --clear-groups {python} -I"
+        f' {readable}/_sandbox_child.py "$3" {readable}\n'
     )
     wrapper.chmod(0o755)
     return str(wrapper)
 
 
 async def test_fork_loop_of_a_normal_user_is_stopped_by_the_process_limit(
-    tmp_path: Path,
+    tmp_path: Path, readable_copy: Path
 ) -> None:
-    sandbox = ProcessSandbox(python=_as_nobody(tmp_path)) if os.getuid() == 0 else None
+    as_nobody = os.getuid() == 0
+    sandbox = ProcessSandbox(python=_as_nobody(tmp_path, readable_copy)) if as_nobody else None
     limits = SandboxLimits(wall_seconds=10, max_processes=16)
     tool = _tool(targets.fork_loop)
     seen = await run_sandboxed(tool, {"cap": 200}, timeout=10, limits=limits, sandbox=sandbox)

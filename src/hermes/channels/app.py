@@ -30,7 +30,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 sessions_app = typer.Typer(
-    help="Inspect stored sessions. / 查看已保存的会话。", no_args_is_help=True
+    help="Inspect, export and delete stored sessions. / 查看、导出和删除已保存的会话。",
+    no_args_is_help=True,
 )
 tools_app = typer.Typer(help="Inspect available tools. / 查看可用工具。", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
@@ -64,8 +65,27 @@ class _CliState:
 STATE = _CliState()
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from hermes import __version__
+
+        typer.echo(f"hermes {__version__}")
+        raise typer.Exit()
+
+
+VersionFlag = Annotated[
+    bool,
+    typer.Option(
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print the version and exit. / 显示版本。",
+    ),
+]
+
+
 @app.callback()
-def _root(config: ConfigOption = None) -> None:
+def _root(config: ConfigOption = None, version: VersionFlag = False) -> None:
     STATE.config_path = config
 
 

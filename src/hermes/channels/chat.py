@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -35,6 +36,13 @@ from hermes.errors import HermesError
 from hermes.session.ids import new_session_id, validate_session_id, validate_user_id
 
 EXIT_WORDS = frozenset({"/exit", "/quit", "exit", "quit", "退出"})
+#: The REPL's own commands: a line that is one of these is never sent to the brain.
+SLASH_COMMANDS: dict[str, str] = {
+    "/help": "list these commands / 列出这些命令",
+    "/exit": "leave (also /quit, exit, 退出, Ctrl-D) / 退出",
+    "/quit": "leave / 退出",
+}
+_SLASH_WORD = re.compile(r"/[A-Za-z][A-Za-z-]*")
 THINKING = "思考中… / thinking…"
 _SHOWN_ARGUMENTS_CHARS = 80
 
@@ -140,7 +148,7 @@ def chat(session: SessionOption = None, user: UserOption = None) -> None:
             (user_id, "cyan"),
         )
     )
-    note("输入 /exit 退出 · type /exit to leave")
+    note("输入 /help 查看命令，/exit 退出 · /help lists the commands, /exit leaves")
     # One event loop for the whole conversation; reading a line happens outside it, so Ctrl-C
     # at the prompt is a plain KeyboardInterrupt, while inside a turn it cancels the turn.
     with asyncio.Runner() as runner:
@@ -161,6 +169,8 @@ def _repl(runner: asyncio.Runner, agent: Agent, session_id: str, user_id: str | 
             return
         if not text.strip():
             continue
+        if _slash_command(text.strip()):
+            continue
         try:
             result = runner.run(_turn(agent, text, session_id, user_id))
         except HermesError as exc:
@@ -170,6 +180,22 @@ def _repl(runner: asyncio.Runner, agent: Agent, session_id: str, user_id: str | 
             note("turn cancelled / 本轮已取消", style="yellow")
             continue
         _print_reply(result)
+
+
+def _slash_command(line: str) -> bool:
+    """Handle a REPL command (``/help``, an unknown ``/word``); False: a message for the brain.
+
+    Only a line that is a single ``/word`` is a command, so "/3 of 9" or a path is a message.
+    """
+    if not _SLASH_WORD.fullmatch(line):
+        return False
+    if line.lower() == "/help":
+        for name, what in SLASH_COMMANDS.items():
+            out.print(Text.assemble((f"  {name:<7}", "bold"), " ", what))
+        note("anything else is a message to Hermes / 其他输入都会作为消息发送")
+    else:
+        report_error(f"unknown command {line}; /help lists them / 未知命令 {line}，输入 /help 查看")
+    return True
 
 
 def _read_line() -> str | None:

@@ -1,7 +1,8 @@
 """The ``hermes`` command line (typer + rich): the console-script entry point.
 
     hermes [--config FILE] run TEXT [--session ID] [--user ID] [--json]
-    hermes chat | demo | sessions list|show | tools list
+    hermes --version | init [--force]
+    hermes chat | demo | sessions list|show|export|delete | tools list
     hermes mcp list | call SERVER TOOL --args JSON | serve [--transport stdio|http]
     hermes memory add|search|list|forget|export|upkeep --user U ...
 
@@ -24,7 +25,7 @@ import os
 import sys
 
 # Importing the command modules registers their commands on ``app``.
-from hermes.channels import browse, chat, mcp_cmd, memory_cmd, run
+from hermes.channels import browse, chat, init_cmd, mcp_cmd, memory_cmd, run, sessions_cmd
 from hermes.channels.app import app
 from hermes.channels.output import report_error
 
@@ -33,7 +34,7 @@ __all__ = ["app", "main"]
 DEBUG_ENV_VAR = "HERMES_DEBUG"
 EXIT_INTERNAL_ERROR = 1
 
-del browse, chat, mcp_cmd, memory_cmd, run
+del browse, chat, init_cmd, mcp_cmd, memory_cmd, run, sessions_cmd
 
 
 def main() -> None:

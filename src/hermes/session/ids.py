@@ -21,6 +21,12 @@ MIN_USER_ID_LENGTH = 1
 _VALID_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]*")
 _BAD_CHAR = re.compile(r"[^A-Za-z0-9._:@-]")
 _ALLOWED = "letters, digits and . _ : @ -"
+#: The rule, said in every refusal of a session id (the README states it too).
+SESSION_ID_RULE = (
+    "a session id is 8 to 128 characters: letters, digits and . _ : @ -, starting with a letter"
+    " or digit, e.g. my-session-1"
+    " / 会话 ID 为 8–128 个字符（字母、数字及 . _ : @ -，以字母或数字开头）"
+)
 
 
 def _shown(value: str) -> str:
@@ -28,7 +34,16 @@ def _shown(value: str) -> str:
     return repr(value if len(value) <= 40 else value[:40] + "...")
 
 
-def _validate(value: object, what: str, min_length: int) -> str:
+def _validate(value: object, what: str, min_length: int, rule: str | None = None) -> str:
+    try:
+        return _check(value, what, min_length)
+    except InvalidIdError as exc:
+        if rule is None:
+            raise
+        raise InvalidIdError(f"{exc.message}; {rule}") from None
+
+
+def _check(value: object, what: str, min_length: int) -> str:
     if not isinstance(value, str):
         raise InvalidIdError(f"{what} must be a string, not {type(value).__name__}")
     if _VALID_ID.fullmatch(value) and min_length <= len(value) <= MAX_ID_LENGTH:
@@ -58,7 +73,7 @@ def validate_session_id(value: object) -> str:
     Valid: a string of 8 to 128 characters from ``[A-Za-z0-9._:@-]`` starting with a letter
     or digit (no whitespace, control characters, slashes or non-ASCII letters).
     """
-    return _validate(value, "session id", MIN_SESSION_ID_LENGTH)
+    return _validate(value, "session id", MIN_SESSION_ID_LENGTH, SESSION_ID_RULE)
 
 
 def validate_user_id(value: object) -> str:

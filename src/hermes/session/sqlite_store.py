@@ -315,6 +315,12 @@ class SQLiteStore(SQLiteWorker):
             return []
         return await self._run("list_sessions", _list_sessions, user_id, limit)
 
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete the session and (``ON DELETE CASCADE``) its items in one transaction; False
+        when it does not exist. Raises ``InvalidIdError`` for a malformed id."""
+        validate_session_id(session_id)
+        return await self._run("delete_session", _delete_session, session_id)
+
     def bulk_import(self, session_id: str, user_id: str | None, items: Iterable[Item]) -> int:
         """Blocking: create the session if needed and append ``items`` in one transaction.
 
@@ -338,6 +344,15 @@ class SQLiteStore(SQLiteWorker):
 def _load_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
     row = conn.execute(_SELECT_SESSION, (session_id,)).fetchone()
     return None if row is None else _record_from_row(row)
+
+
+def _delete_session(conn: sqlite3.Connection, session_id: str) -> bool:
+    with write_transaction(conn):
+        # Items first, explicitly: the cascade needs ``foreign_keys``, which a connection
+        # opened by other code may lack, and a deleted session must never leave its log behind.
+        conn.execute("DELETE FROM items WHERE session_id = ?", (session_id,))
+        deleted = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+        return deleted.rowcount > 0
 
 
 def _ensure_session(

@@ -62,6 +62,12 @@ class Store(Protocol):
         """Sessions, most recently active first."""
         ...
 
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete the session and its whole item log in one transaction; False when there was
+        no such session. What other stores keep about it (a user's memories, the tool-call
+        records of ``memory.db``) belongs to the user and is not touched here."""
+        ...
+
     def bulk_import(self, session_id: str, user_id: str | None, items: Iterable[Item]) -> int:
         """Blocking bulk append for importing an existing conversation; returns the count."""
         ...
