@@ -254,11 +254,11 @@ async def test_an_unchanged_listing_keeps_the_tools_and_the_version() -> None:
         types.Tool(name="echo", description="Echo.", input_schema={"type": "object"}),
     ]
     assert conn._adopt_tools(listed, [])
-    version, tools = conn.version, list(conn._tools)
+    version, tools = conn.version, list(conn._offer.tools)
     again = [tool.model_copy(deep=True) for tool in listed]
     assert not conn._adopt_tools(again, [])
     assert conn.version == version
-    assert conn._tools == tools
+    assert conn._offer.tools == tools
     changed = [listed[0], listed[1].model_copy(update={"description": "Echo it back."})]
     assert conn._adopt_tools(changed, [])
     assert conn.version > version

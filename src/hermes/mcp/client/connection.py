@@ -1,4 +1,4 @@
-"""Connections to MCP servers (issue 4 §3), on the official SDK's transports and ``ClientSession``.
+"""One MCP server's connection: its lifecycle, from the first connect to the last close.
 
 Each :class:`McpConnection` has one owner task that opens the transport and the session, runs
 ``initialize`` and the tool listing, serves until the connection is closed or lost, closes
@@ -33,8 +33,11 @@ second). An idle streamable-HTTP connection has no stream that ends: its loss sh
 call. ``notifications/tools/list_changed`` makes the owner list the tools again;
 :attr:`McpManager.version` changes with every state change and every change of the tool set.
 
-Every failure text goes through the server's redactor (:mod:`hermes.mcp.failures`): a secret
-in the URL, a header or the environment never reaches an error, a status or a log line.
+Every failure text goes through the server's redactor (:mod:`hermes.mcp.client.diagnosis`): a
+secret in the URL, a header or the environment never reaches an error, a status or a log line.
+Opening the transport (:mod:`~hermes.mcp.client.transport`), running requests
+(:mod:`~hermes.mcp.client.calls`) and adapting the listed tools (:mod:`~hermes.mcp.client.offer`)
+live beside this module; the connection owns them and the state they share.
 
 The owner task lives on the event loop that started it. When that loop ends (an ``Agent`` used
 from two successive ``asyncio.run()`` calls), ``start()`` or ``wait_ready()`` on the next loop
@@ -46,49 +49,33 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 import anyio
-import httpx2
 import mcp_types as types
 from mcp.client.session import ClientSession, IncomingMessage
-from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from hermes.errors import HermesError
-from hermes.mcp.adapter import SkippedTool, adapt_tools, normalize_result
+from hermes.mcp.adapter import SkippedTool
+from hermes.mcp.client.calls import RemoteCalls, is_session_loss
+from hermes.mcp.client.diagnosis import Diagnosis
+from hermes.mcp.client.offer import ToolOffer
+from hermes.mcp.client.transport import SessionHooks, open_session
 from hermes.mcp.config import ServerConfig
-from hermes.mcp.failures import (
-    HttpStatus,
-    Redactor,
-    TransportNote,
-    clip,
-    exception_text,
-    first_leaf,
-)
-from hermes.mcp.listing import (
-    ReadWatch,
-    ToolListScreen,
-    WriteWatch,
-    list_all_tools,
-    tools_fingerprint,
-)
+from hermes.mcp.failures import HttpStatus, TransportNote, clip, exception_text
+from hermes.mcp.listing import ToolListScreen, list_all_tools
 from hermes.mcp.process import StdioLaunch, process_running, sweep_process_group
 from hermes.mcp.reconnect import ReconnectPolicy
-from hermes.mcp.utility import utility_tools
 from hermes.observe import get_logger
 from hermes.tools.base import Tool, ToolResult
 from hermes.tools.policies.breaker import CircuitBreaker, Ticket
 
-__all__ = ["ConnectionState", "McpConnection", "McpConnectionError", "McpManager"]
+__all__ = ["ConnectionState", "McpConnection"]
 
 logger = get_logger("mcp")
 
@@ -96,25 +83,12 @@ ConnectionState = Literal["disabled", "connecting", "ready", "reconnecting", "fa
 
 R = TypeVar("R")
 
-#: The executor's bound on a call exceeds the session's by this much, so the connection's own
-#: timeout (with its clearer message) is the one that fires.
-_CALL_GRACE_S = 1.0
-_HTTP_READ_TIMEOUT_S = 300.0
 #: How often a served stdio connection checks that its server process still runs.
 _LIVENESS_INTERVAL_S = 1.0
 #: States in which the connection's tools are offered (calls fail fast while reconnecting).
 _OFFERING: frozenset[ConnectionState] = frozenset({"ready", "reconnecting"})
 #: States a wait for readiness waits through.
 _PENDING: frozenset[ConnectionState] = frozenset({"connecting", "reconnecting"})
-#: The streamable-HTTP transport's stand-in message for a non-2xx answer.
-_HTTP_STAND_IN = "Server returned an error response"
-
-
-class McpConnectionError(HermesError):
-    """A server could not be started, initialized or listed; the message names the server."""
-
-    code = "mcp_connection_error"
-    status = 502
 
 
 @dataclass(slots=True)
@@ -159,20 +133,32 @@ class McpConnection:
         self.error: str | None = None
         self.server_info: types.Implementation | None = None
         self.capabilities: types.ServerCapabilities | None = None
-        self.skipped: list[SkippedTool] = []
         #: The stdio server's process id from its start to its stop (``None`` between two
         #: processes, when it cannot be told, and for URL servers).
         self.pid: int | None = None
-        self._max_text_chars = max_text_chars
         self._policy = reconnect if reconnect is not None else ReconnectPolicy()
         self._breaker = CircuitBreaker(f"mcp:{name}", self._policy.breaker(), time.monotonic)
-        self._redact = Redactor.for_config(config)
         self._screen = ToolListScreen(name)
         self._http = HttpStatus()
         self._note = TransportNote()
-        self._tools: list[Tool] = []
-        self._by_remote: dict[str, Tool] = {}
-        self._fingerprint: object = None
+        self._diagnosis = Diagnosis(
+            name, config, http=self._http, note=self._note, stderr_tail=self._stderr_tail
+        )
+        self._calls = RemoteCalls(
+            self._diagnosis,
+            session=lambda: self._session,
+            ready=lambda: self.state == "ready",
+            on_loss=self._connection_lost,
+            unavailable=self._unavailable_message,
+            max_text_chars=max_text_chars,
+        )
+        self._offer = ToolOffer(
+            name,
+            config,
+            call_tool=self._calls.call_tool,
+            request=self._calls.request,
+            max_text_chars=max_text_chars,
+        )
         self._session: ClientSession | None = None
         self._task: asyncio.Task[None] | None = None
         #: What aclose() cancels: the attempt while connecting, a tool refresh while serving.
@@ -250,19 +236,24 @@ class McpConnection:
                 break
         return self.state == "ready"
 
+    @property
+    def skipped(self) -> list[SkippedTool]:
+        """The server's tools that are not offered, and why (the last listing's)."""
+        return self._offer.skipped
+
     def tools(self) -> list[Tool]:
         """The adapted tools (the server's own, then the utilities) while ready or reconnecting."""
-        return list(self._tools) if self.state in _OFFERING else []
+        return list(self._offer.tools) if self.state in _OFFERING else []
 
     def tool_for(self, remote_name: str) -> Tool | None:
         """The adapted tool for the server's own tool name (``hermes mcp call``), if offered."""
         if self.state not in _OFFERING:
             return None
-        return self._by_remote.get(remote_name)
+        return self._offer.by_remote.get(remote_name)
 
     def remote_names(self) -> list[str]:
         """The server's own names of the tools it offers (the keys of :meth:`tool_for`)."""
-        return list(self._by_remote) if self.state in _OFFERING else []
+        return list(self._offer.by_remote) if self.state in _OFFERING else []
 
     async def aclose(self) -> None:
         """Stop retrying, close the session and the transport; a stdio server process is
@@ -328,17 +319,7 @@ class McpConnection:
         Every outcome is a :class:`ToolResult` (see :meth:`request` for the failures);
         ``mcp_tool_error`` when the tool itself reported ``isError``.
         """
-        timeout = self.config.timeout
-        result = await self.request(
-            f"the call of {name!r}",
-            # The SDK's own per-request deadline (its REQUEST_TIMEOUT error is mapped below):
-            # a second deadline of our own around it cost ~4 % of a fast call (BENCHMARKS §4).
-            lambda session: session.call_tool(name, dict(arguments), read_timeout_seconds=timeout),
-            bounded=True,
-        )
-        if isinstance(result, ToolResult):
-            return result
-        return normalize_result(result, max_text_chars=self._max_text_chars)
+        return await self._calls.call_tool(name, arguments)
 
     async def request(
         self,
@@ -355,69 +336,7 @@ class McpConnection:
         ``timeout``, ``mcp_error`` for a protocol error (unknown tool or uri, invalid params),
         ``invalid_output`` for a malformed result. Their messages carry no secret.
         """
-        session = self._session
-        if session is None or self.state != "ready":
-            return ToolResult.failure("service_unavailable", self._unavailable_message())
-        started, http_seen = time.monotonic(), self._http.count
-        try:
-            if bounded:
-                return await send(session)
-            with anyio.fail_after(self.config.timeout):
-                return await send(session)
-        except TimeoutError:
-            return self._request_timeout(action, started, http_seen)
-        except MCPError as exc:
-            if exc.code == types.REQUEST_TIMEOUT:
-                return self._request_timeout(action, started, http_seen)
-            return self._request_error(action, exc, session, http_seen)
-        except (ValidationError, RuntimeError) as exc:
-            # RuntimeError: structured content that breaks the tool's output schema, or a
-            # request for input Hermes cannot answer over this path.
-            message = self._say(
-                f"MCP server {self.name!r} returned an unusable result for {action}: "
-                + exception_text(exc)
-            )
-            logger.warning("mcp_invalid_result", server=self.name, error=message)
-            return ToolResult.failure("invalid_output", message)
-
-    def _request_timeout(self, action: str, started: float, http_seen: int) -> ToolResult:
-        status = self._http.since(http_seen)
-        message = self._say(
-            f"MCP server {self.name!r} did not answer {action} within {self.config.timeout:g} s"
-            + self._note.since(started)
-            + (f"; its last HTTP answer was {status}" if status else "")
-        )
-        logger.warning("mcp_request_timeout", server=self.name, error=message)
-        return ToolResult.failure("timeout", message)
-
-    def _request_error(
-        self, action: str, exc: MCPError, session: ClientSession, http_seen: int
-    ) -> ToolResult:
-        if session is not self._session:
-            # A late error of a session that has been replaced since: it says nothing about
-            # the live one, which must not be torn down for it.
-            return ToolResult.failure("service_unavailable", self._unavailable_message())
-        if self._is_session_loss(exc):
-            self._connection_lost(f"MCP server {self.name!r} lost the connection during {action}")
-            return ToolResult.failure("service_unavailable", self._unavailable_message())
-        detail = exc.message
-        status = self._http.since(http_seen)
-        if status is not None:
-            detail = status if detail == _HTTP_STAND_IN else f"{detail} ({status})"
-        message = self._say(f"MCP server {self.name!r} refused {action}: {detail}")
-        logger.warning("mcp_request_refused", server=self.name, code=exc.code, error=message)
-        return ToolResult.failure("mcp_error", message)
-
-    def _is_session_loss(self, exc: MCPError) -> bool:
-        if exc.code == types.CONNECTION_CLOSED:
-            return True
-        # A restarted streamable-HTTP server no longer knows our session id: the SDK reports
-        # its 404 as this error, and only a new session (a reconnect) helps.
-        return (
-            self.config.transport == "streamable_http"
-            and exc.code == types.INVALID_REQUEST
-            and exc.message == "Session terminated"
-        )
+        return await self._calls.request(action, send, bounded=bounded)
 
     def _unavailable_message(self) -> str:
         reason = f": {self.error}" if self.error else ""
@@ -497,11 +416,11 @@ class McpConnection:
         if attempt.connected or attempt.timed_out or self._stop.is_set():
             return
         attempt.timed_out = True
-        self._connect_failed(attempt, self._timeout_reason(attempt))
+        self._connect_failed(attempt, self._diagnosis.connect_timeout(attempt.started))
         scope.cancel()
 
     def _failure_reason(self, exc: Exception, attempt: _Attempt) -> str | None:
-        reason = self._describe(exc, connected=attempt.connected)
+        reason = self._diagnosis.describe(exc, connected=attempt.connected)
         if attempt.timed_out:
             # The timeout is the reported failure; this is how the teardown ended.
             logger.info("mcp_attempt_teardown_error", server=self.name, error=reason)
@@ -530,70 +449,25 @@ class McpConnection:
         return False
 
     async def _open(self, stack: AsyncExitStack) -> ClientSession:
-        config = self.config
-        if config.transport == "stdio":
-            launch = self._launch = StdioLaunch(config)
-            if launch.params is None or launch.errlog is None:
-                raise McpConnectionError(
-                    f"MCP server {self.name!r}: command {config.command!r} was not found"
-                    + (" (looked on PATH)" if "/" not in str(config.command) else "")
-                )
-            # The server's stderr goes to a private file: its tail explains a failed start.
-            streams = await stack.enter_async_context(
-                stdio_client(launch.params, errlog=launch.errlog)
-            )
-            self.pid = launch.find_pid()
-        elif config.transport == "streamable_http":
-            assert config.url is not None
-            # Built here (not the SDK's private factory) to bound connecting by our timeout
-            # and to see the HTTP status of failed answers; reads stay long because the
-            # server may hold a response stream open.
-            http = httpx2.AsyncClient(
-                headers=dict(config.headers),
-                timeout=httpx2.Timeout(config.connect_timeout, read=_HTTP_READ_TIMEOUT_S),
-                event_hooks={"response": [self._http]},
-            )
-            await stack.enter_async_context(http)
-            streams = await stack.enter_async_context(
-                streamable_http_client(config.url, http_client=http)
-            )
-        else:
-            assert config.url is not None
-            streams = await stack.enter_async_context(
-                sse_client(
-                    config.url,
-                    headers=dict(config.headers),
-                    timeout=config.connect_timeout,
-                    httpx_client_factory=self._sse_http_client,
-                )
-            )
-        read, write = streams
-        screen = self._screen
-        watched: ReadWatch[SessionMessage | Exception] = ReadWatch(
-            read, self._transport_ended, screen
+        return await open_session(
+            stack,
+            self.name,
+            self.config,
+            screen=self._screen,
+            http=self._http,
+            hooks=SessionHooks(
+                on_message=self._on_message,
+                on_transport_end=self._transport_ended,
+                on_launch=self._adopt_launch,
+                on_pid=self._adopt_pid,
+            ),
         )
-        session = ClientSession(
-            watched,
-            WriteWatch(write, screen),
-            message_handler=self._on_message,
-            client_info=_client_info(),
-        )
-        screen.version = lambda: session.protocol_version
-        return await stack.enter_async_context(session)
 
-    def _sse_http_client(
-        self,
-        headers: dict[str, str] | None = None,
-        timeout: httpx2.Timeout | None = None,
-        auth: httpx2.Auth | None = None,
-    ) -> httpx2.AsyncClient:
-        """The SSE transport's HTTP client, with the hook that records failed answers."""
-        return httpx2.AsyncClient(
-            headers=headers,
-            timeout=timeout if timeout is not None else httpx2.Timeout(30.0),
-            auth=auth,
-            event_hooks={"response": [self._http]},
-        )
+    def _adopt_launch(self, launch: StdioLaunch) -> None:
+        self._launch = launch
+
+    def _adopt_pid(self, pid: int | None) -> None:
+        self.pid = pid
 
     async def _serve(self, session: ClientSession, attempt: _Attempt) -> str | None:
         """Wait for close, loss or a changed tool list; returns the loss (``None``: closed).
@@ -646,7 +520,7 @@ class McpConnection:
             except TimeoutError:
                 failure = f"no answer within {self.config.connect_timeout:g} s"
             except MCPError as exc:
-                if self._is_session_loss(exc):
+                if is_session_loss(exc, transport=self.config.transport):
                     self._connection_lost(
                         f"MCP server {self.name!r} lost the connection while listing its tools"
                     )
@@ -662,7 +536,9 @@ class McpConnection:
             logger.warning("mcp_tools_refresh_failed", server=self.name, error=self._say(failure))
             return
         changed = self._adopt_tools(listed, screened)
-        logger.info("mcp_tools_listed", server=self.name, tools=len(self._tools), changed=changed)
+        logger.info(
+            "mcp_tools_listed", server=self.name, tools=len(self._offer.tools), changed=changed
+        )
 
     def _end_attempt(self) -> None:
         self._session = None
@@ -718,57 +594,18 @@ class McpConnection:
         self.error = None
         self._set_state("ready")
         event = "mcp_server_reconnected" if recovered else "mcp_server_ready"
-        logger.info(event, server=self.name, tools=len(self._tools), skipped=len(self.skipped))
+        logger.info(
+            event, server=self.name, tools=len(self._offer.tools), skipped=len(self.skipped)
+        )
 
     def _adopt_tools(self, listed: list[types.Tool], screened: list[SkippedTool]) -> bool:
-        """The server's tools (filtered, adapted) plus its resource/prompt utilities.
+        """Offer the listed tools (see :meth:`ToolOffer.adopt`); whether they changed.
 
-        Returns whether they changed: a listing equal to the last one (a reconnect, a
-        ``list_changed`` that changed nothing) keeps the tools and the version.
+        A listing equal to the last one (a reconnect, a ``list_changed`` that changed nothing)
+        keeps the tools and the version.
         """
-        config = self.config
-        wanted = [t for t in listed if config.tools.allows(t.name)]
-        caps = self.capabilities
-        fingerprint = (
-            tools_fingerprint(wanted),
-            tuple(screened),
-            caps is not None and caps.resources is not None,
-            caps is not None and caps.prompts is not None,
-        )
-        if fingerprint == self._fingerprint:
+        if not self._offer.adopt(listed, screened, self.capabilities):
             return False
-        self._fingerprint = fingerprint
-        prefix = config.prefix_for(self.name)
-        timeout = config.timeout + _CALL_GRACE_S
-        by_remote, skipped = adapt_tools(
-            self.name,
-            prefix,
-            wanted,
-            self.call_tool,
-            timeout=timeout,
-            permissions=config.permissions,
-            requires_approval=config.needs_approval,
-        )
-        utilities, not_offered = utility_tools(
-            self.name,
-            prefix,
-            caps,
-            self.request,
-            taken={tool.name for tool in by_remote.values()},
-            allows=config.tools.allows,
-            timeout=timeout,
-            max_text_chars=self._max_text_chars,
-            request_timeout=config.timeout,
-            permissions=config.permissions,
-            requires_approval=config.needs_approval,
-        )
-        for item in (*screened, *skipped, *not_offered):
-            logger.warning(
-                "mcp_tool_skipped", server=self.name, tool=item.remote_name, reason=item.reason
-            )
-        self._by_remote = by_remote
-        self._tools = [*by_remote.values(), *utilities]
-        self.skipped = screened + skipped + not_offered
         self._version += 1
         return True
 
@@ -833,140 +670,10 @@ class McpConnection:
 
     def _say(self, text: str) -> str:
         """A failure text as it may be shown and logged: without secrets, bounded."""
-        return clip(self._redact(text))
+        return self._diagnosis.say(text)
 
-    def _timeout_reason(self, attempt: _Attempt) -> str:
-        status = self._http.text
-        return self._say(
-            f"MCP server {self.name!r} did not start, initialize and list its tools "
-            f"within {self.config.connect_timeout:g} s"
-            + self._note.since(attempt.started)
-            + (f"; its last HTTP answer was {status}" if status else "")
-            + self._stderr_note()
-        )
-
-    def _describe(self, exc: BaseException, *, connected: bool) -> str:
-        if isinstance(exc, BaseExceptionGroup):  # anyio task groups wrap their tasks' failures
-            exc = first_leaf(exc)
-        if isinstance(exc, McpConnectionError):
-            return self._say(exc.message)
-        status = self._http.text
-        if isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED:
-            text = "the server closed the connection" + ("" if connected else " during start-up")
-        elif isinstance(exc, MCPError) and status is not None:
-            text = f"the server answered {status}"
-        elif isinstance(exc, FileNotFoundError | PermissionError):
-            text = f"could not start the command: {exc}"
-        else:
-            text = exception_text(exc)
-        what = "lost the connection" if connected else "failed to connect"
-        note = self._note.since(0.0)
-        return self._say(f"MCP server {self.name!r} {what}: {text}{note}{self._stderr_note()}")
+    def _stderr_tail(self) -> str:
+        return self._launch.stderr_tail() if self._launch is not None else ""
 
     def _stderr_note(self) -> str:
-        tail = self._launch.stderr_tail() if self._launch is not None else ""
-        return f"; its stderr ends with: {tail}" if tail else ""
-
-
-class McpManager:
-    """Several MCP servers connected concurrently; tools of the ready ones.
-
-    ``start()`` returns at once (a slow server never blocks the first turn); ``tools()`` is
-    what is offered now, and :attr:`version` tells whether that may have changed. Use as
-    ``async with McpManager(configs) as mcp:`` or start/aclose.
-    """
-
-    def __init__(
-        self,
-        configs: Mapping[str, ServerConfig],
-        *,
-        reconnect: ReconnectPolicy | None = None,
-        max_text_chars: int = 20_000,
-    ) -> None:
-        self._connections = {
-            name: McpConnection(name, cfg, max_text_chars=max_text_chars, reconnect=reconnect)
-            for name, cfg in configs.items()
-        }
-        self.collisions: list[SkippedTool] = []
-
-    @property
-    def version(self) -> int:
-        """Changes whenever any server's state or offered tools change (O(servers), no
-        allocation): compare it with the last value seen to skip re-reading :meth:`tools`."""
-        total = 0
-        for connection in self._connections.values():
-            total += connection.version
-        return total
-
-    def start(self) -> None:
-        """Start connecting every enabled server (again, on this loop, after an earlier loop
-        ended); returns at once."""
-        for connection in self._connections.values():
-            connection.start()
-
-    async def wait_ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 - a bounded wait is the API
-        """Wait until every enabled server is ready or failed (each bounded by its timeout).
-
-        Connections whose owner ended with an earlier event loop start again on this one.
-        """
-        await asyncio.gather(*(c.wait_ready(timeout) for c in self._connections.values()))
-
-    def connection(self, name: str) -> McpConnection:
-        """The connection of server ``name``; ``KeyError`` names the configured ones."""
-        try:
-            return self._connections[name]
-        except KeyError:
-            known = ", ".join(self._connections) or "(none)"
-            raise KeyError(f"no MCP server named {name!r}; configured: {known}") from None
-
-    def tools(self, *, reserved: Collection[str] = ()) -> list[Tool]:
-        """Tools of the ready (and reconnecting) servers, in configuration order.
-
-        A tool whose name is in ``reserved`` (local tools) or already taken by an earlier
-        server is left out and recorded in ``collisions``: a remote tool never shadows another.
-        """
-        taken = set(reserved)
-        owner: dict[str, str] = {}
-        tools: list[Tool] = []
-        collisions: list[SkippedTool] = []
-        for connection in self._connections.values():
-            for tool in connection.tools():
-                if tool.name in taken:
-                    by = f"server {owner[tool.name]!r}" if tool.name in owner else "a local tool"
-                    reason = f"the name {tool.name!r} is already taken by {by}"
-                    collisions.append(SkippedTool(connection.name, tool.name, reason))
-                    continue
-                taken.add(tool.name)
-                owner[tool.name] = connection.name
-                tools.append(tool)
-        for item in collisions:
-            if item not in self.collisions:
-                logger.warning("mcp_tool_name_collision", server=item.server, reason=item.reason)
-        self.collisions = collisions
-        return tools
-
-    def status(self) -> list[dict[str, Any]]:
-        """Each server's :meth:`McpConnection.status`, plus ``collisions``: the reasons its
-        tools were left out by the last :meth:`tools` call (their names were taken)."""
-        rows = []
-        for name, connection in self._connections.items():
-            row = connection.status()
-            row["collisions"] = [c.reason for c in self.collisions if c.server == name]
-            rows.append(row)
-        return rows
-
-    async def aclose(self) -> None:
-        await asyncio.gather(*(c.aclose() for c in self._connections.values()))
-
-    async def __aenter__(self) -> McpManager:
-        self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-def _client_info() -> types.Implementation:
-    from hermes import __version__  # lazy: the package root may one day import this module
-
-    return types.Implementation(name="hermes", version=__version__)
+        return self._diagnosis.stderr_note()
