@@ -288,7 +288,9 @@ class McpConnection:
             return
         exc = task.exception()
         if exc is not None:
-            logger.error("mcp_owner_failed", server=self.name, error=self._say(exception_text(exc)))
+            logger.error(
+                "mcp_owner_failed", server=self.name, error=self._diagnosis.say(exception_text(exc))
+            )
 
     def status(self) -> dict[str, Any]:
         """What ``hermes mcp list`` shows: name, state, tools, error, breaker and more."""
@@ -491,7 +493,7 @@ class McpConnection:
             if self._lost is None and self.pid is not None and not process_running(self.pid):
                 self._connection_lost(
                     f"MCP server {self.name!r}: its process (pid {self.pid}) is gone"
-                    + self._stderr_note()
+                    + self._diagnosis.stderr_note()
                 )
             if self._lost is not None:
                 return self._lost
@@ -533,7 +535,9 @@ class McpConnection:
         if scope.cancelled_caught:
             return  # closing
         if failure is not None:
-            logger.warning("mcp_tools_refresh_failed", server=self.name, error=self._say(failure))
+            logger.warning(
+                "mcp_tools_refresh_failed", server=self.name, error=self._diagnosis.say(failure)
+            )
             return
         changed = self._adopt_tools(listed, screened)
         logger.info(
@@ -620,12 +624,12 @@ class McpConnection:
     def _mark_lost(self, reason: str) -> None:
         if self.state != "ready":
             return
-        self.error = self._say(reason)
+        self.error = self._diagnosis.say(reason)
         self._set_state("reconnecting")
         logger.error("mcp_connection_lost", server=self.name, error=self.error)
 
     def _connect_failed(self, attempt: _Attempt, reason: str) -> None:
-        reason = self._say(reason)
+        reason = self._diagnosis.say(reason)
         attempt.judged = True
         self._failures += 1
         self._breaker.record(attempt.ticket, failed=True)
@@ -657,23 +661,16 @@ class McpConnection:
             self._tools_changed = True
             self._wake.set()
         elif isinstance(message, Exception):
-            text = self._say(self._note.record(message))
+            text = self._diagnosis.say(self._note.record(message))
             logger.warning("mcp_transport_error", server=self.name, error=text)
 
     def _transport_ended(self) -> None:
         if self._serving and not self._stop.is_set():
             self._connection_lost(
-                f"MCP server {self.name!r} closed the connection" + self._stderr_note()
+                f"MCP server {self.name!r} closed the connection" + self._diagnosis.stderr_note()
             )
 
     # -- failure reports -------------------------------------------------------------------
 
-    def _say(self, text: str) -> str:
-        """A failure text as it may be shown and logged: without secrets, bounded."""
-        return self._diagnosis.say(text)
-
     def _stderr_tail(self) -> str:
         return self._launch.stderr_tail() if self._launch is not None else ""
-
-    def _stderr_note(self) -> str:
-        return self._diagnosis.stderr_note()
