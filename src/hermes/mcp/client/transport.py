@@ -21,6 +21,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
+from hermes._version import __version__
 from hermes.mcp.client.errors import McpConnectionError
 from hermes.mcp.config import ServerConfig
 from hermes.mcp.failures import HttpStatus
@@ -126,6 +127,4 @@ class _SseClientFactory:
 
 
 def _client_info() -> types.Implementation:
-    from hermes import __version__  # lazy: the package root may one day import this module
-
     return types.Implementation(name="hermes", version=__version__)
