@@ -13,8 +13,9 @@ collaborators, one module each:
 - :mod:`~hermes.mcp.client.diagnosis` words failures, redacted and bounded.
 """
 
-from hermes.mcp.client.connection import ConnectionState, McpConnection
+from hermes.mcp.client.connection import McpConnection
 from hermes.mcp.client.errors import McpConnectionError
+from hermes.mcp.client.health import ConnectionState
 from hermes.mcp.client.manager import McpManager
 
 __all__ = ["ConnectionState", "McpConnection", "McpConnectionError", "McpManager"]

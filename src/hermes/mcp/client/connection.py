@@ -52,8 +52,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -64,22 +63,21 @@ from pydantic import ValidationError
 from hermes.mcp.adapter import SkippedTool
 from hermes.mcp.client.calls import RemoteCalls, is_session_loss
 from hermes.mcp.client.diagnosis import Diagnosis
+from hermes.mcp.client.health import ConnectionState, Health
 from hermes.mcp.client.offer import ToolOffer
 from hermes.mcp.client.transport import SessionHooks, open_session
 from hermes.mcp.config import ServerConfig
-from hermes.mcp.failures import HttpStatus, TransportNote, clip, exception_text
+from hermes.mcp.failures import HttpStatus, TransportNote, exception_text
 from hermes.mcp.listing import ToolListScreen, list_all_tools
 from hermes.mcp.process import StdioLaunch, process_running, sweep_process_group
 from hermes.mcp.reconnect import ReconnectPolicy
 from hermes.observe import get_logger
 from hermes.tools.base import Tool, ToolResult
-from hermes.tools.policies.breaker import CircuitBreaker, Ticket
+from hermes.tools.policies.breaker import Ticket
 
 __all__ = ["ConnectionState", "McpConnection"]
 
 logger = get_logger("mcp")
-
-ConnectionState = Literal["disabled", "connecting", "ready", "reconnecting", "failed", "closed"]
 
 R = TypeVar("R")
 
@@ -129,27 +127,29 @@ class McpConnection:
     ) -> None:
         self.name = name
         self.config = config
-        self.state: ConnectionState = "disabled" if not config.enabled else "connecting"
-        self.error: str | None = None
         self.server_info: types.Implementation | None = None
         self.capabilities: types.ServerCapabilities | None = None
         #: The stdio server's process id from its start to its stop (``None`` between two
         #: processes, when it cannot be told, and for URL servers).
         self.pid: int | None = None
-        self._policy = reconnect if reconnect is not None else ReconnectPolicy()
-        self._breaker = CircuitBreaker(f"mcp:{name}", self._policy.breaker(), time.monotonic)
         self._screen = ToolListScreen(name)
         self._http = HttpStatus()
         self._note = TransportNote()
         self._diagnosis = Diagnosis(
             name, config, http=self._http, note=self._note, stderr_tail=self._stderr_tail
         )
+        self._health = Health(
+            name,
+            enabled=config.enabled,
+            policy=reconnect if reconnect is not None else ReconnectPolicy(),
+            diagnosis=self._diagnosis,
+        )
         self._calls = RemoteCalls(
             self._diagnosis,
             session=lambda: self._session,
             ready=lambda: self.state == "ready",
             on_loss=self._connection_lost,
-            unavailable=self._unavailable_message,
+            unavailable=self._health.unavailable_message,
             max_text_chars=max_text_chars,
         )
         self._offer = ToolOffer(
@@ -170,18 +170,29 @@ class McpConnection:
         self._wake = asyncio.Event()
         self._lost: str | None = None
         self._tools_changed = False
-        #: Set and replaced on every state change (wait_ready waits on it).
-        self._changed = asyncio.Event()
-        self._failures = 0
-        self._retry_at: float | None = None
-        self._version = 0
 
     # -- lifecycle -------------------------------------------------------------------------
 
     @property
+    def state(self) -> ConnectionState:
+        """Where the connection is in its life (see the module docstring)."""
+        return self._health.state
+
+    @state.setter
+    def state(self, state: ConnectionState) -> None:
+        # A plain assignment, as before the split: no version bump, no waiter woken (tests
+        # stage a state this way); the owner changes it through Health.set_state.
+        self._health.state = state
+
+    @property
+    def error(self) -> str | None:
+        """Why the connection is not ready (redacted, bounded); ``None`` while it is."""
+        return self._health.error
+
+    @property
     def version(self) -> int:
         """Grows whenever the state or the offered tools change (cheap to poll)."""
-        return self._version
+        return self._health.version
 
     def start(self) -> None:
         """Begin connecting in the background (no-op when disabled, closed or running).
@@ -200,8 +211,8 @@ class McpConnection:
             )
             self._end_attempt()  # a loop closed under a running owner skipped its cleanup
             self._fresh_events()
-            self._retry_at = None
-        self._set_state("connecting")
+            self._health.retry_at = None
+        self._health.set_state("connecting")
         self._task = loop.create_task(self._own(), name=f"mcp:{self.name}")
 
     def _owner_alive(self) -> bool:
@@ -210,7 +221,8 @@ class McpConnection:
 
     def _fresh_events(self) -> None:
         """New events for a new owner: an asyncio event binds to the loop that waits on it."""
-        self._stop, self._wake, self._changed = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        self._stop, self._wake = asyncio.Event(), asyncio.Event()
+        self._health.changed = asyncio.Event()
 
     async def wait_ready(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 - a bounded wait is the API
         """Wait while the connection is connecting or reconnecting; ``True`` when ready.
@@ -229,7 +241,7 @@ class McpConnection:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
-            changed = self._changed
+            changed = self._health.changed
             try:
                 await asyncio.wait_for(changed.wait(), remaining)
             except TimeoutError:
@@ -269,7 +281,7 @@ class McpConnection:
         self._wake.set()
         if task is None:
             if self.state != "disabled":
-                self._set_state("closed")
+                self._health.set_state("closed")
             return
         if not task.done():
             if task.get_loop() is not asyncio.get_running_loop():
@@ -281,7 +293,7 @@ class McpConnection:
                     self._scope.cancel()
                 await asyncio.wait({task})
         self._report_owner_end(task)
-        self._set_state("closed")
+        self._health.set_state("closed")
 
     def _report_owner_end(self, task: asyncio.Task[None]) -> None:
         if not task.done() or task.cancelled():
@@ -295,9 +307,7 @@ class McpConnection:
     def status(self) -> dict[str, Any]:
         """What ``hermes mcp list`` shows: name, state, tools, error, breaker and more."""
         caps = self.capabilities
-        retry_at = None
-        if self._retry_at is not None and self.state in ("failed", "reconnecting"):
-            retry_at = datetime.fromtimestamp(self._retry_at, UTC).isoformat(timespec="seconds")
+        health = self._health
         return {
             "name": self.name,
             "state": self.state,
@@ -308,9 +318,9 @@ class McpConnection:
             "resources": bool(caps is not None and caps.resources is not None),
             "prompts": bool(caps is not None and caps.prompts is not None),
             "pid": self.pid,
-            "breaker": self._breaker.state,
-            "failures": self._failures,
-            "retry_at": retry_at,
+            "breaker": health.breaker.state,
+            "failures": health.failures,
+            "retry_at": health.retry_at_text(),
         }
 
     # -- calls -----------------------------------------------------------------------------
@@ -340,31 +350,23 @@ class McpConnection:
         """
         return await self._calls.request(action, send, bounded=bounded)
 
-    def _unavailable_message(self) -> str:
-        reason = f": {self.error}" if self.error else ""
-        retry = ""
-        if self._retry_at is not None and self.state in ("failed", "reconnecting"):
-            wait = self._retry_at - time.time()
-            retry = f"; next attempt in {wait:.1f} s" if wait > 0 else "; retrying now"
-        return f"MCP server {self.name!r} is not connected (state {self.state}{reason}{retry})"
-
     # -- the owner task ----------------------------------------------------------------------
 
     async def _own(self) -> None:
         """Connect, serve, and after a failure or a loss try again — until closed."""
         try:
             while not self._stop.is_set():
-                ticket = self._breaker.allow()
+                ticket = self._health.breaker.allow()
                 if ticket is None:  # the circuit is open: wait for its half-open attempt
-                    await self._pause(self._breaker.retry_in())
+                    await self._pause(self._health.breaker.retry_in())
                     continue
                 stable = await self._attempt(ticket)
                 if self._stop.is_set():
                     break
-                await self._pause(self._next_delay(stable))
+                await self._pause(self._health.next_delay(stable))
         finally:
-            self._retry_at = None
-            self._set_state("closed")
+            self._health.retry_at = None
+            self._health.set_state("closed")
 
     async def _attempt(self, ticket: Ticket) -> bool:
         """One connection: open, initialize, list, serve until lost or closed.
@@ -372,7 +374,8 @@ class McpConnection:
         Returns whether it ended as the loss of a stable session (retried at once; anything
         else backs off). Everything it opened is closed when it returns.
         """
-        self._lost, self._tools_changed, self._retry_at = None, False, None
+        self._lost, self._tools_changed = None, False
+        self._health.retry_at = None
         self._http.reset()
         self._note.reset()
         attempt = _Attempt(ticket, started=time.monotonic())
@@ -435,7 +438,7 @@ class McpConnection:
         """Record how an attempt ended; whether it was a stable session's loss."""
         if self._stop.is_set():
             if not attempt.judged:
-                self._breaker.release(attempt.ticket)
+                self._health.breaker.release(attempt.ticket)
             return False
         if attempt.timed_out:
             return False
@@ -443,10 +446,10 @@ class McpConnection:
             self._connect_failed(attempt, reason or f"MCP server {self.name!r} failed to connect")
             return False
         loss = attempt.loss or reason or f"MCP server {self.name!r} closed the connection"
-        self._mark_lost(loss)
+        self._health.lost(loss)
         if attempt.stable:
             return True
-        within = f"; it was lost within {self._policy.stable_after:g} s of connecting"
+        within = f"; it was lost within {self._health.policy.stable_after:g} s of connecting"
         self._connect_failed(attempt, loss + within)
         return False
 
@@ -480,7 +483,7 @@ class McpConnection:
         self._scope = None
         self._serving = True
         interval = _LIVENESS_INTERVAL_S if self.pid is not None else math.inf
-        stable_at = anyio.current_time() + self._policy.stable_after
+        stable_at = anyio.current_time() + self._health.policy.stable_after
         while True:
             wait = interval
             if not attempt.stable:
@@ -498,17 +501,11 @@ class McpConnection:
             if self._lost is not None:
                 return self._lost
             if not attempt.stable and anyio.current_time() >= stable_at:
-                self._became_stable(attempt)
+                attempt.stable = attempt.judged = True
+                self._health.stable(attempt.ticket)
             if self._tools_changed:
                 self._tools_changed = False
                 await self._refresh_tools(session)
-
-    def _became_stable(self, attempt: _Attempt) -> None:
-        attempt.stable = attempt.judged = True
-        self._breaker.record(attempt.ticket, failed=False)
-        if self._failures:
-            logger.info("mcp_server_stable", server=self.name, after_failures=self._failures)
-            self._failures = 0
 
     async def _refresh_tools(self, session: ClientSession) -> None:
         """List the tools again after ``notifications/tools/list_changed``; on failure the
@@ -561,26 +558,7 @@ class McpConnection:
             with anyio.move_on_after(seconds):
                 await self._stop.wait()
 
-    def _next_delay(self, stable: bool) -> float:
-        cooldown = self._breaker.retry_in()  # > 0 only while the circuit is open
-        if stable:
-            delay = self._policy.delay(0)
-        elif cooldown > 0:
-            delay = cooldown
-        else:
-            delay = self._policy.delay(self._failures)
-        self._retry_at = time.time() + delay
-        return delay
-
     # -- state changes -----------------------------------------------------------------------
-
-    def _set_state(self, state: ConnectionState) -> None:
-        if state == self.state:
-            return
-        self.state = state
-        self._version += 1
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
 
     def _ready(
         self,
@@ -595,8 +573,8 @@ class McpConnection:
         self.capabilities = init.capabilities
         self._session = session
         self._adopt_tools(listed, screened)
-        self.error = None
-        self._set_state("ready")
+        self._health.error = None
+        self._health.set_state("ready")
         event = "mcp_server_reconnected" if recovered else "mcp_server_ready"
         logger.info(
             event, server=self.name, tools=len(self._offer.tools), skipped=len(self.skipped)
@@ -610,7 +588,7 @@ class McpConnection:
         """
         if not self._offer.adopt(listed, screened, self.capabilities):
             return False
-        self._version += 1
+        self._health.version += 1
         return True
 
     def _connection_lost(self, reason: str) -> None:
@@ -619,40 +597,11 @@ class McpConnection:
             return
         self._lost = reason
         self._wake.set()
-        self._mark_lost(reason)
-
-    def _mark_lost(self, reason: str) -> None:
-        if self.state != "ready":
-            return
-        self.error = self._diagnosis.say(reason)
-        self._set_state("reconnecting")
-        logger.error("mcp_connection_lost", server=self.name, error=self.error)
+        self._health.lost(reason)
 
     def _connect_failed(self, attempt: _Attempt, reason: str) -> None:
-        reason = self._diagnosis.say(reason)
         attempt.judged = True
-        self._failures += 1
-        self._breaker.record(attempt.ticket, failed=True)
-        cooldown = self._breaker.retry_in()
-        if cooldown > 0:
-            self.error = clip(
-                f"{reason}; circuit open after {self._failures} failed connects in a row, "
-                f"next attempt in {cooldown:g} s"
-            )
-            self._set_state("failed")
-            logger.error(
-                "mcp_server_circuit_open",
-                server=self.name,
-                failures=self._failures,
-                retry_in_s=cooldown,
-                error=reason,
-            )
-            return
-        self.error = reason
-        if self.state != "reconnecting":
-            self._set_state("failed")
-        log = logger.error if self._failures == 1 else logger.warning
-        log("mcp_server_failed", server=self.name, attempt=self._failures, error=reason)
+        self._health.connect_failed(attempt.ticket, reason)
 
     # -- callbacks from the session's tasks -------------------------------------------------
 
