@@ -2,9 +2,10 @@
 ``ClientSession``.
 
 One :class:`McpConnection` per server, several under one :class:`McpManager`. The connection
-owns its lifecycle (the owner task: connect, serve, reconnect, close) and hands the rest to small
-collaborators, one module each:
+starts and stops its owner task and hands the work to small collaborators, one module each:
 
+- :mod:`~hermes.mcp.client.owner` is the owner task's work: attempts, serving, reconnecting;
+- :mod:`~hermes.mcp.client.health` holds the state, the last error and the retry bookkeeping;
 - :mod:`~hermes.mcp.client.transport` opens the transport and the session;
 - :mod:`~hermes.mcp.client.calls` runs requests on the live session (tool calls, utilities),
   every failure a ``ToolResult``;
