@@ -1,0 +1,243 @@
+"""The house rules of ``src/hermes`` as a test (STYLE.md, DESIGN.md's layers): no file over
+1,000 lines, no function over 80, no import cycle between modules — imports under
+``TYPE_CHECKING`` and inside functions count too —, and ``hermes.tools`` never importing
+memory, the agent or the channels (memory plugs into the tool pipeline, not the other way).
+
+What breaks a rule today is named in the ``KNOWN_*`` lists below, each with its reason; the
+lists may only shrink. A name in a list that no longer breaks the rule fails the test too, so a
+fixed knot cannot come back unnoticed.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = "hermes"
+MAX_FILE_LINES = 1_000
+MAX_FUNCTION_LINES = 80
+#: Layers ``hermes.tools`` must not import (DESIGN.md: tools/ never imports memory).
+TOOLS_MUST_NOT_IMPORT = ("hermes.memory", "hermes.agent", "hermes.channels")
+
+#: Functions over the limit, as ``module:qualified.name``, with why they are allowed.
+KNOWN_LONG_FUNCTIONS: dict[str, str] = {
+    "hermes.agent.turn:run_turn": "the turn's memory touch points go behind one TurnMemory "
+    "object when the tool pipeline becomes steps (DESIGN.md, tools)",
+}
+#: Import cycles, each as the sorted tuple of its modules' names (a strongly connected
+#: component of the import graph), with why it is allowed for now.
+KNOWN_CYCLES: dict[tuple[str, ...], str] = {
+    (
+        "hermes",
+        "hermes.agent.agent",
+        "hermes.agent.remote_tools",
+        "hermes.mcp.client",
+    ): "the MCP client reads the package version from the package root (lazily)",
+    ("hermes.agent.memory_step", "hermes.agent.turn_state"): "memory's touch points of the turn "
+    "move behind one TurnMemory object with the pipeline as steps",
+    ("hermes.memory.facade", "hermes.tools.builtin.memory_tools"): "memory comes to own its "
+    "tools (memory/tools.py) with the pipeline as steps",
+}
+#: ``hermes.tools`` modules importing an upper layer, as (importer, imported).
+_MEMORY_TOOLS = "memory's tools move into memory/tools.py, bound to a Memory"
+KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {
+    ("hermes.tools.builtin.memory_tools", "hermes.memory.extract"): _MEMORY_TOOLS,
+    ("hermes.tools.builtin.memory_tools", "hermes.memory.facade"): _MEMORY_TOOLS,
+    ("hermes.tools.builtin.memory_tools", "hermes.memory.longterm"): _MEMORY_TOOLS,
+    ("hermes.tools.builtin.memory_tools", "hermes.memory.recall"): _MEMORY_TOOLS,
+    ("hermes.tools.builtin.memory_tools", "hermes.memory.records"): _MEMORY_TOOLS,
+    ("hermes.tools.executor", "hermes.memory.tiers"): "memory contributes one pipeline step "
+    "(record in L2/L3, cache_ttl reuse) that the agent factory inserts",
+}
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for path in sorted((SRC / PACKAGE).rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+@cache
+def _tree(module: str) -> ast.Module:
+    return ast.parse(MODULES[module].read_text(encoding="utf-8"))
+
+
+def _resolve(module: str, node: ast.ImportFrom) -> str:
+    """The absolute module an ``from … import`` names (relative imports resolved)."""
+    if not node.level:
+        return node.module or ""
+    is_package = MODULES[module].name == "__init__.py"
+    base = module.split(".")
+    base = base[: len(base) - node.level + (1 if is_package else 0)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def _imports(module: str) -> set[str]:
+    """The project modules ``module`` imports anywhere in its text (top level, functions,
+    ``TYPE_CHECKING`` blocks). ``from pkg import name`` counts as importing ``pkg.name`` when
+    that is a module, else ``pkg``."""
+    targets: set[str] = set()
+    for node in ast.walk(_tree(module)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, node)
+            names = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                for alias in node.names
+            ]
+        else:
+            continue
+        for named in names:
+            name = named
+            while name and name not in MODULES:  # `import hermes.x.y` of a name inside y
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                targets.add(name)
+    return targets
+
+
+def _graph() -> dict[str, set[str]]:
+    return {module: _imports(module) for module in MODULES}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[tuple[str, ...]]:
+    """The strongly connected components with more than one module (Tarjan, iterative).
+
+    Written here rather than taken from networkx: ~40 lines against a dependency for one
+    test; the stdlib's graphlib names one cycle, not every component."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[tuple[str, ...]] = []
+    counter = 0
+    for root, edges_of_root in graph.items():
+        if root in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(edges_of_root)))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            child = next(edges, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(tuple(sorted(component)))
+    return sorted(found)
+
+
+def _long_functions() -> dict[str, int]:
+    found: dict[str, int] = {}
+    for module in MODULES:
+
+        def visit(node: ast.AST, prefix: str, module: str = module) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    name = f"{prefix}{child.name}"
+                    if not isinstance(child, ast.ClassDef):
+                        first = min([d.lineno for d in child.decorator_list] + [child.lineno])
+                        length = (child.end_lineno or child.lineno) - first + 1
+                        if length > MAX_FUNCTION_LINES:
+                            found[f"{module}:{name}"] = length
+                    visit(child, f"{name}.", module)
+
+        visit(_tree(module), "")
+    return found
+
+
+def test_no_file_is_over_a_thousand_lines():
+    long = {
+        module: n
+        for module, path in MODULES.items()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_FILE_LINES
+    }
+    assert long == {}, f"split these files by concern (limit {MAX_FILE_LINES} lines): {long}"
+
+
+def test_no_function_is_over_eighty_lines():
+    long = _long_functions()
+    new = {name: n for name, n in long.items() if name not in KNOWN_LONG_FUNCTIONS}
+    assert new == {}, f"functions over {MAX_FUNCTION_LINES} lines: {new}"
+    fixed = sorted(set(KNOWN_LONG_FUNCTIONS) - set(long))
+    assert fixed == [], f"no longer over the limit, drop from KNOWN_LONG_FUNCTIONS: {fixed}"
+
+
+def test_there_is_no_import_cycle():
+    cycles = _cycles(_graph())
+    new = [c for c in cycles if c not in KNOWN_CYCLES]
+    assert new == [], "import cycles (TYPE_CHECKING and function-level imports count):\n" + (
+        "\n".join(" <-> ".join(c) for c in new)
+    )
+    fixed = sorted(set(KNOWN_CYCLES) - set(cycles))
+    assert fixed == [], f"no longer cycles, drop from KNOWN_CYCLES: {fixed}"
+
+
+def test_tools_never_import_memory_the_agent_or_the_channels():
+    upward = {
+        (module, target)
+        for module in MODULES
+        if module == "hermes.tools" or module.startswith("hermes.tools.")
+        for target in _imports(module)
+        if any(target == layer or target.startswith(layer + ".") for layer in TOOLS_MUST_NOT_IMPORT)
+    }
+    new = sorted(upward - set(KNOWN_UPWARD_IMPORTS))
+    assert new == [], f"hermes.tools importing an upper layer: {new}"
+    fixed = sorted(set(KNOWN_UPWARD_IMPORTS) - upward)
+    assert fixed == [], f"gone, drop from KNOWN_UPWARD_IMPORTS: {fixed}"
+
+
+# -- the checker itself ------------------------------------------------------------------------
+
+
+def test_the_cycle_finder_finds_a_cycle_and_nothing_else():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(graph) == [("a", "b", "c")]
+
+
+@pytest.mark.parametrize(
+    ("module", "level", "name", "expected"),
+    [
+        ("hermes.agent.turn", 1, "recovery", "hermes.agent.recovery"),
+        ("hermes.agent", 1, "turn", "hermes.agent.turn"),
+        ("hermes.agent.turn", 2, "session", "hermes.session"),
+    ],
+)
+def test_relative_imports_are_resolved(module: str, level: int, name: str, expected: str):
+    node = ast.ImportFrom(module=name, names=[], level=level)
+    assert _resolve(module, node) == expected
