@@ -32,12 +32,6 @@ KNOWN_LONG_FUNCTIONS: dict[str, str] = {
 #: Import cycles, each as the sorted tuple of its modules' names (a strongly connected
 #: component of the import graph), with why it is allowed for now.
 KNOWN_CYCLES: dict[tuple[str, ...], str] = {
-    (
-        "hermes",
-        "hermes.agent.agent",
-        "hermes.agent.remote_tools",
-        "hermes.mcp.client",
-    ): "the MCP client reads the package version from the package root (lazily)",
     ("hermes.agent.memory_step", "hermes.agent.turn_state"): "memory's touch points of the turn "
     "move behind one TurnMemory object with the pipeline as steps",
     ("hermes.memory.facade", "hermes.tools.builtin.memory_tools"): "memory comes to own its "

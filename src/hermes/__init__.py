@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from hermes.tools.base import Tool, ToolContext, ToolResult
     from hermes.tools.decorator import tool
 
-__version__ = "0.1.0"
+from hermes._version import __version__
 
 _EXPORTS = {
     "Agent": "hermes.agent.agent",

@@ -226,8 +226,8 @@ def test_a_connection_protects_its_tools_and_utilities_as_configured() -> None:
     config = stdio_config(permissions=["files:write", "files:read"], requires_approval=["write_*"])
     conn = McpConnection("files", config)
     conn.capabilities = types.ServerCapabilities(resources=types.ResourcesCapability())
-    conn._adopt_tools([mcp_tool("read_file"), mcp_tool("write_file")], [])
-    by_name = {tool.name: tool for tool in conn._tools}
+    conn._owner.adopt_tools([mcp_tool("read_file"), mcp_tool("write_file")], [])
+    by_name = {tool.name: tool for tool in conn._offer.tools}
     assert all(t.permissions == ("files:write", "files:read") for t in by_name.values())
     approval = {name for name, tool in by_name.items() if tool.requires_approval}
     assert approval == {"files__write_file"}

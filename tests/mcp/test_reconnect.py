@@ -253,25 +253,25 @@ async def test_an_unchanged_listing_keeps_the_tools_and_the_version() -> None:
         types.Tool(name="add", description="Add.", input_schema={"type": "object"}),
         types.Tool(name="echo", description="Echo.", input_schema={"type": "object"}),
     ]
-    assert conn._adopt_tools(listed, [])
-    version, tools = conn.version, list(conn._tools)
+    assert conn._owner.adopt_tools(listed, [])
+    version, tools = conn.version, list(conn._offer.tools)
     again = [tool.model_copy(deep=True) for tool in listed]
-    assert not conn._adopt_tools(again, [])
+    assert not conn._owner.adopt_tools(again, [])
     assert conn.version == version
-    assert conn._tools == tools
+    assert conn._offer.tools == tools
     changed = [listed[0], listed[1].model_copy(update={"description": "Echo it back."})]
-    assert conn._adopt_tools(changed, [])
+    assert conn._owner.adopt_tools(changed, [])
     assert conn.version > version
 
 
 async def test_a_late_error_of_a_replaced_session_does_not_tear_down_the_live_one() -> None:
     conn = McpConnection("swap", stdio_config())
     old, live = object(), object()
-    conn._session = old  # type: ignore[assignment]
+    conn._owner.session = old  # type: ignore[assignment]
     conn.state = "ready"
 
     async def send(session: object) -> None:
-        conn._session = live  # type: ignore[assignment]  # a reconnect happened meanwhile
+        conn._owner.session = live  # type: ignore[assignment]  # a reconnect happened meanwhile
         raise MCPError(types.CONNECTION_CLOSED, "Connection closed")
 
     result = await conn.request("the call of 'x'", send)  # type: ignore[arg-type]
@@ -279,7 +279,7 @@ async def test_a_late_error_of_a_replaced_session_does_not_tear_down_the_live_on
     assert result.error is not None
     assert result.error.type == "service_unavailable"
     assert conn.state == "ready"
-    assert conn._lost is None
+    assert conn._owner.lost is None
 
 
 @given(

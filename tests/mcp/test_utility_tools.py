@@ -251,7 +251,7 @@ class _SilentSession:
 
 async def test_a_listing_timeout_keeps_the_connections_detailed_message() -> None:
     conn = McpConnection("slow", stdio_config(timeout=0.3))
-    conn._session = _SilentSession(conn)  # type: ignore[assignment]
+    conn._owner.session = _SilentSession(conn)  # type: ignore[assignment]
     conn.state = "ready"
     capabilities = types.ServerCapabilities(resources=types.ResourcesCapability())
     tools, _ = utility_tools(

@@ -45,10 +45,10 @@ from hermes.memory.recall import RecallResult, format_block, needs_memory, recal
 from hermes.memory.records import MemoryHit
 from hermes.memory.working import Reference, WorkingMemory
 from hermes.models.base import ModelResponse, ToolCall
-from hermes.models.brain.phrases import Lang
 from hermes.observe import get_logger
 from hermes.session.privacy import has_secret_marker, without_secret_clauses
 from hermes.session.tokens import message_tokens
+from hermes.text.lang import Lang
 from hermes.tools.base import ToolResult
 from hermes.tools.builtin.memory_tools import MEMORY_TOOLS, MEMORY_USER_ASKED_KEY
 from hermes.tools.registry import ToolRegistry

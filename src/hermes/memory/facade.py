@@ -51,11 +51,11 @@ from hermes.memory.longterm import MemoryStore
 from hermes.memory.recall import DEFAULT_POLICY, RecallPolicy
 from hermes.memory.records import MemoryDraft, MemoryKind, MemoryRecord
 from hermes.memory.tiers import ToolMemory
-from hermes.models.brain.phrases import Lang
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
 from hermes.session.privacy import contains_secret, without_secret_clauses
 from hermes.sqlite_support import SQLiteWorker
+from hermes.text.lang import Lang
 from hermes.tools.builtin.memory_tools import MEMORY_KEY  # where tools find the agent's Memory
 
 if TYPE_CHECKING:

@@ -25,8 +25,8 @@ from datetime import datetime
 from typing import Any, Final
 
 from hermes.memory.extract import MemoryCandidate, detect_sensitive
-from hermes.models.brain.phrases import Lang
 from hermes.observe import get_logger, is_secret_key
+from hermes.text.lang import Lang
 
 __all__ = ["Behaviour", "HabitCounter", "tool_behaviours"]
 

@@ -31,21 +31,16 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import heapq
-import json
 import os
 import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
 
 from hermes.errors import InvalidInputError
-from hermes.memory import concepts
-from hermes.memory.concepts import indexed_text
-from hermes.memory.crosslang import expand
 from hermes.memory.embed import (
     Embedder,
     QueryVector,
@@ -60,38 +55,38 @@ from hermes.memory.embed import (
     top_scored,
     user_version,
 )
-from hermes.memory.keywords import (
-    Bm25,
-    Tokens,
-    add_to_index,
-    build_match,
-    candidate_tokens,
-    corpus_stats,
-    document_counts,
-    index_row,
-    owner_token,
-    query_tokens,
-    remove_from_index,
-)
-from hermes.memory.lexicon import Lexicon, load_lexicon
+from hermes.memory.keywords import query_tokens
+from hermes.memory.lexicon import Lexicon
 from hermes.memory.longterm_schema import (  # MIGRATIONS re-exported for tests and tools
     MIGRATIONS,  # noqa: F401
-    bump_user_version,
     migrate,
-    write_transaction,
+)
+from hermes.memory.longterm_sql import (
+    Blobs,
+    SearchQuery,
+    count_records,
+    delete_records,
+    existing_of,
+    get_record,
+    insert_records,
+    insert_unique,
+    keyword_search,
+    list_records,
+    mark_recalled,
+    not_found,
+    records_by_rid,
+    store_vectors,
+    supersede_record,
+    update_record,
 )
 from hermes.memory.records import (
-    ACTIVE_SQL,
-    RECORD_COLUMNS,
     MemoryDraft,
     MemoryHit,
     MemoryKind,
-    MemoryNotFoundError,
     MemoryRecord,
     SearchFilter,
     SupersededReason,
     default_tier,
-    record_from_row,
     validate_confidence,
     validate_content,
     validate_kind,
@@ -118,18 +113,8 @@ _CANDIDATES = 50
 #: Memories without a vector embedded per search call (older rows, or written while the
 #: embedder was missing or failing); the rest follow on later calls.
 _BACKFILL_PER_CALL = 256
-#: Most matches of one keyword search that are ranked (the user's newest; see _keyword_search).
-_SCAN_LIMIT = 200
 #: Above this many vectors a user's scores are computed on a worker thread.
 _SCORE_INLINE_ROWS = 10_000
-#: (vector, calibration) float32 blobs, one pair per memory.
-_Blobs = list[tuple[bytes, bytes]]
-
-# Statements that look rows up by id or rid write ``+m.user_id`` (the unary plus keeps SQLite
-# from choosing the user index for it): the owner check stays, and a user with 100,000
-# memories no longer turns a lookup of 50 rows into a scan of 100,000. RECORD_COLUMNS and
-# record_from_row (``hermes.memory.records``), write_transaction and bump_user_version are
-# public for the memory package's own statements (upkeep, conflicts settled on write).
 
 
 def combine_scores(keyword: float, vector: float | None) -> float:
@@ -140,19 +125,6 @@ def combine_scores(keyword: float, vector: float | None) -> float:
     return 1.0 - (1.0 - keyword) * (1.0 - vector)
 
 
-@dataclass(frozen=True, slots=True)
-class _Query:
-    """One search's fixed inputs, as the blocking SQL steps need them."""
-
-    user_id: str
-    text: str
-    tokens: Tokens
-    lexicon: Lexicon | Literal["auto"] | None
-    clause: str
-    params: tuple[Any, ...]
-    limit: int
-
-
 class _Unset:
     """Marks an :meth:`MemoryStore.update` argument that was not given (None is a value)."""
 
@@ -161,12 +133,6 @@ class _Unset:
 
 
 UNSET: Final = _Unset()
-
-
-def _indexed_text(record: MemoryRecord) -> str:
-    """What keyword search sees of a memory: its content, topic and tags, and the kinds they
-    are about (``hermes.memory.concepts``)."""
-    return indexed_text(record.content, record.topic, record.tags, record.user_id)
 
 
 class MemoryStore(SQLiteWorker):
@@ -259,7 +225,7 @@ class MemoryStore(SQLiteWorker):
         if not records:
             return []
         vectors = await self._embed_records(records)
-        await self._run("add", _insert, records, vectors, self._model_name())
+        await self._run("add", insert_records, records, vectors, self._model_name())
         self._after_write(user_id)
         return records
 
@@ -274,7 +240,7 @@ class MemoryStore(SQLiteWorker):
         """Like :meth:`add_many`, but a draft whose exact (stripped) content ``user_id``
         already has as an active memory — or an earlier draft of the batch has — is not
         stored again: ``(existing record, False)`` is returned for it, ``(new, True)`` else.
-        The check runs in the write transaction (see ``_insert``).
+        The check runs in the write transaction (see ``insert_records``).
 
         This is how what a user says is written: with ``settle`` a new memory that changes an
         older statement ("记住我现在改喝拿铁了") supersedes it at once
@@ -284,11 +250,11 @@ class MemoryStore(SQLiteWorker):
         records = [_new_record(user_id, draft, stamp) for draft in drafts]
         if not records:
             return []
-        known = await self._run("find", _existing_of, user_id, [r.content for r in records], stamp)
+        known = await self._run("find", existing_of, user_id, [r.content for r in records], stamp)
         fresh = [r for r in records if r.content not in known]  # embed only what may be new
         vectors = await self._embed_records(fresh) if fresh else None
         blobs = dict(zip((r.id for r in fresh), vectors, strict=True)) if vectors else {}
-        written = await self._run("add", _insert_unique, records, blobs, self._model_name())
+        written = await self._run("add", insert_unique, records, blobs, self._model_name())
         created = [record for record, new in written if new]
         if created and settle:
             replaced = await self._run("settle", settle_on_write, created, stamp)
@@ -305,7 +271,7 @@ class MemoryStore(SQLiteWorker):
         validate_user_id(user_id)
         text = validate_content(content)
         stamp = time.time() if now is None else now
-        found = await self._run("find", _existing_of, user_id, [text], stamp)
+        found = await self._run("find", existing_of, user_id, [text], stamp)
         return found.get(text)
 
     async def update(
@@ -345,7 +311,7 @@ class MemoryStore(SQLiteWorker):
             changes["expires_at"] = validate_timestamp(expires_at, "expires_at")
         current = await self.get(user_id, memory_id)
         if current is None:
-            raise _not_found(memory_id)
+            raise not_found(memory_id)
         stamp = time.time() if now is None else _finite(now, "now")
         updated = replace(current, updated_at=stamp, **changes)
         if not changes:
@@ -356,7 +322,7 @@ class MemoryStore(SQLiteWorker):
         if reembed:  # what the statement is about is for the upkeep job to find out again
             updated = replace(updated, subject=None)
         vector = await self._embed_records([updated]) if reembed else None
-        await self._run("update", _update, updated, reembed, vector, self._model_name())
+        await self._run("update", update_record, updated, reembed, vector, self._model_name())
         self._after_write(user_id)
         return updated
 
@@ -382,7 +348,9 @@ class MemoryStore(SQLiteWorker):
         if old_id == new_id:
             raise InvalidInputError("a memory cannot supersede itself")
         stamp = time.time() if now is None else _finite(now, "now")
-        record = await self._run("supersede", _supersede, user_id, (old_id, new_id), reason, stamp)
+        record = await self._run(
+            "supersede", supersede_record, user_id, (old_id, new_id), reason, stamp
+        )
         self._after_write(user_id)
         return record
 
@@ -395,13 +363,13 @@ class MemoryStore(SQLiteWorker):
         if not ids:
             return 0
         stamp = time.time() if now is None else _finite(now, "now")
-        return await self._run("mark_recalled", _mark_recalled, user_id, ids, stamp)
+        return await self._run("mark_recalled", mark_recalled, user_id, ids, stamp)
 
     async def forget(self, user_id: str, memory_id: str) -> bool:
         """Delete one memory; only its owner can. False when ``user_id`` has no such memory."""
         validate_user_id(user_id)
         validate_memory_id(memory_id)
-        deleted = await self._run("forget", _delete, user_id, memory_id)
+        deleted = await self._run("forget", delete_records, user_id, memory_id)
         if deleted:
             self._after_write(user_id)
         return deleted > 0
@@ -409,7 +377,7 @@ class MemoryStore(SQLiteWorker):
     async def delete_all(self, user_id: str) -> int:
         """Delete every memory of ``user_id``; returns how many there were."""
         validate_user_id(user_id)
-        deleted = await self._run("delete_all", _delete, user_id, None)
+        deleted = await self._run("delete_all", delete_records, user_id, None)
         self._after_write(user_id)
         return deleted
 
@@ -418,7 +386,7 @@ class MemoryStore(SQLiteWorker):
         """The memory if it belongs to ``user_id``, else None."""
         validate_user_id(user_id)
         validate_memory_id(memory_id)
-        return await self._run("get", _get, user_id, memory_id)
+        return await self._run("get", get_record, user_id, memory_id)
 
     async def list(
         self,
@@ -442,12 +410,12 @@ class MemoryStore(SQLiteWorker):
             where += " AND m.kind = ?"
             params = (*params, kind)
         page = (min(limit, 10_000), max(0, offset))
-        return await self._run("list", _list, user_id, (where, params), page)
+        return await self._run("list", list_records, user_id, (where, params), page)
 
     async def count(self, user_id: str) -> int:
         """How many memories ``user_id`` has (active or not)."""
         validate_user_id(user_id)
-        return await self._run("count", _count, user_id)
+        return await self._run("count", count_records, user_id)
 
     async def export(
         self, user_id: str, *, reveal_personal: bool = False
@@ -459,7 +427,7 @@ class MemoryStore(SQLiteWorker):
         (seed 003 §2.1: flagged data leaves only through the masking channel), unless
         ``reveal_personal``."""
         validate_user_id(user_id)
-        records = await self._run("export", _list, user_id, ("", ()), (-1, 0))
+        records = await self._run("export", list_records, user_id, ("", ()), (-1, 0))
         return [_exported(record, reveal_personal) for record in reversed(records)]
 
     async def search(
@@ -489,10 +457,10 @@ class MemoryStore(SQLiteWorker):
         tokens = query_tokens(text)
         embedder = self.embedder if mode == "auto" else None
         query_vector = await self._embed_query(embedder, text) if embedder is not None else None
-        search = _Query(
+        search = SearchQuery(
             user_id, text, tokens, self.lexicon, clause, params, max(limit, _CANDIDATES)
         )
-        keyword = await self._run("search", _keyword_search, search)
+        keyword = await self._run("search", keyword_search, search)
         if embedder is None or query_vector is None:
             hits = [MemoryHit(rec, combine_scores(kw, None), kw, None) for rec, kw, _ in keyword]
         else:
@@ -520,7 +488,7 @@ class MemoryStore(SQLiteWorker):
     def _after_write(self, user_id: str) -> None:
         self._vectors.invalidate(user_id)
 
-    async def _embed_records(self, records: Sequence[MemoryRecord]) -> _Blobs | None:
+    async def _embed_records(self, records: Sequence[MemoryRecord]) -> Blobs | None:
         """(vector, calibration) float32 blobs per record; None without an embedder or when
         it fails (the vectors are then embedded on a later search; keywords work meanwhile)."""
         if self.embedder is None:
@@ -550,7 +518,7 @@ class MemoryStore(SQLiteWorker):
         )
         if blobs is not None:  # on failure, search on with the vectors there are
             rows = [(rid, *blob) for (rid, _), blob in zip(missing, blobs, strict=True)]
-            await self._run("vectors", _store_vectors, user_id, model, rows)
+            await self._run("vectors", store_vectors, user_id, model, rows)
         version, rows = await self._run("vectors", load_vectors, user_id, model)
         vectors = build_user_vectors(version, rows)
         if len(missing) < _BACKFILL_PER_CALL:  # complete: reuse it until the next write
@@ -560,7 +528,7 @@ class MemoryStore(SQLiteWorker):
     async def _hybrid(
         self,
         embedder: Embedder,
-        search: _Query,
+        search: SearchQuery,
         query_vector: QueryVector,
         keyword: Sequence[tuple[MemoryRecord, float, int]],
     ) -> builtins.list[MemoryHit]:
@@ -576,7 +544,7 @@ class MemoryStore(SQLiteWorker):
         best = top_scored(vectors, scores, search.limit)
         extra = [rid for rid, _ in best if rid not in found]
         if extra:
-            for rid, record in await self._run("search", _records_by_rid, search, extra):
+            for rid, record in await self._run("search", records_by_rid, search, extra):
                 found[rid] = (record, 0.0)
         lookup = dict(best)
         hits = []
@@ -588,7 +556,7 @@ class MemoryStore(SQLiteWorker):
         return hits
 
 
-async def _embed_texts(embedder: Embedder, texts: list[str]) -> _Blobs | None:
+async def _embed_texts(embedder: Embedder, texts: list[str]) -> Blobs | None:
     """(vector, calibration) float32 blobs per text, embedded on a thread; None (logged) when
     the embedder fails — a memory is never lost to it, its vector comes on a later search."""
     try:
@@ -615,12 +583,6 @@ def _finite(value: float, what: str) -> float:
     return checked
 
 
-def _not_found(memory_id: str) -> MemoryNotFoundError:
-    return MemoryNotFoundError(
-        f"no memory {memory_id!r} for this user / 找不到这条记忆", memory_id=memory_id
-    )
-
-
 def _new_record(user_id: str, draft: MemoryDraft, now: float) -> MemoryRecord:
     source = draft.source_session
     if source is not None:
@@ -644,294 +606,3 @@ def _new_record(user_id: str, draft: MemoryDraft, now: float) -> MemoryRecord:
         tier=default_tier(draft.kind),
         explicit=bool(draft.explicit),
     )
-
-
-# -- the blocking operations (caller's thread on the fast path, else the worker) -------------
-
-_INSERT = (
-    "INSERT INTO memories (id, user_id, kind, content, confidence, source_session, created_at, "
-    "updated_at, recall_count, expires_at, sensitive, topic, tags, terms, chars, tier, explicit) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rid"
-)
-
-
-def _insert(
-    conn: sqlite3.Connection,
-    records: Sequence[MemoryRecord],
-    vectors: Sequence[tuple[bytes, bytes] | None] | None,
-    model: str | None,
-    dedupe: bool = False,
-) -> list[tuple[MemoryRecord, bool]]:
-    """Insert ``records``; with ``dedupe``, a record whose exact content the user already has
-    as an active memory is not inserted and the existing one is returned instead (checked in
-    the write transaction, so two writers — tasks or processes — cannot both insert it).
-    Returns ``(record, newly created)`` per record."""
-    out: list[tuple[MemoryRecord, bool]] = []
-    with write_transaction(conn):
-        for i, r in enumerate(records):
-            found = (
-                _active_with_content(conn, r.user_id, r.content, r.created_at) if dedupe else None
-            )
-            if found is not None:
-                out.append((found, False))
-                continue
-            fts = index_row(r.user_id, _indexed_text(r))
-            (rid,) = conn.execute(
-                _INSERT,
-                (r.id, r.user_id, r.kind, r.content, r.confidence, r.source_session,
-                 r.created_at, r.updated_at, r.expires_at, int(r.sensitive), r.topic,
-                 json.dumps(list(r.tags), ensure_ascii=False), fts[1], fts[2], r.tier,
-                 int(r.explicit)),
-            ).fetchone()  # fmt: skip
-            add_to_index(conn, rid, r.user_id, fts)
-            blob = None if vectors is None else vectors[i]
-            if blob is not None and model is not None:
-                conn.execute(
-                    "INSERT INTO memory_vectors (rid, model, vector, calibration) "
-                    "VALUES (?, ?, ?, ?)",
-                    (rid, model, *blob),
-                )
-            out.append((r, True))
-        for user_id in {r.user_id for r, created in out if created}:
-            bump_user_version(conn, user_id)
-    return out
-
-
-def _active_with_content(
-    conn: sqlite3.Connection, user_id: str, content: str, now: float
-) -> MemoryRecord | None:
-    """The user's active (not superseded, not expired) memory with exactly ``content``."""
-    row = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.user_id = ? AND m.content = ? "
-        f"AND {ACTIVE_SQL} "
-        "ORDER BY m.created_at, m.rid LIMIT 1",
-        (user_id, content, now),
-    ).fetchone()
-    return None if row is None else record_from_row(row)
-
-
-def _existing_of(
-    conn: sqlite3.Connection, user_id: str, contents: Sequence[str], now: float
-) -> dict[str, MemoryRecord]:
-    found = {}
-    for content in dict.fromkeys(contents):
-        record = _active_with_content(conn, user_id, content, now)
-        if record is not None:
-            found[content] = record
-    return found
-
-
-def _insert_unique(
-    conn: sqlite3.Connection,
-    records: Sequence[MemoryRecord],
-    blobs: dict[str, tuple[bytes, bytes]],
-    model: str | None,
-) -> list[tuple[MemoryRecord, bool]]:
-    # A record without a vector (a duplicate found before embedding, or a failed embedder)
-    # is written without one; the next search embeds it.
-    return _insert(conn, records, [blobs.get(r.id) for r in records], model, True)
-
-
-def _rid_of(conn: sqlite3.Connection, user_id: str, memory_id: str) -> int | None:
-    row = conn.execute(
-        "SELECT rid FROM memories WHERE id = ? AND user_id = ?", (memory_id, user_id)
-    ).fetchone()
-    return None if row is None else int(row[0])
-
-
-def _update(
-    conn: sqlite3.Connection,
-    record: MemoryRecord,
-    content_changed: bool,
-    vectors: _Blobs | None,
-    model: str | None,
-) -> None:
-    with write_transaction(conn):
-        rid = _rid_of(conn, record.user_id, record.id)
-        if rid is None:
-            raise _not_found(record.id)
-        remove_from_index(conn, [rid])
-        fts = index_row(record.user_id, _indexed_text(record))
-        conn.execute(
-            "UPDATE memories SET kind = ?, content = ?, confidence = ?, updated_at = ?, "
-            "expires_at = ?, sensitive = ?, topic = ?, tags = ?, terms = ?, chars = ?, "
-            "tier = ?, demoted_at = ?, subject = ? WHERE rid = ? AND user_id = ?",
-            (record.kind, record.content, record.confidence, record.updated_at,
-             record.expires_at, int(record.sensitive), record.topic,
-             json.dumps(list(record.tags), ensure_ascii=False), fts[1], fts[2], record.tier,
-             record.demoted_at, record.subject, rid, record.user_id),
-        )  # fmt: skip
-        add_to_index(conn, rid, record.user_id, fts)
-        if content_changed:  # the old vector describes the old text: replace or drop it
-            conn.execute("DELETE FROM memory_vectors WHERE rid = ?", (rid,))
-            if vectors is not None and model is not None:
-                conn.execute(
-                    "INSERT INTO memory_vectors (rid, model, vector, calibration) "
-                    "VALUES (?, ?, ?, ?)",
-                    (rid, model, *vectors[0]),
-                )
-        bump_user_version(conn, record.user_id)
-
-
-def _supersede(
-    conn: sqlite3.Connection,
-    user_id: str,
-    ids: tuple[str, str],
-    reason: SupersededReason,
-    now: float,
-) -> MemoryRecord:
-    old_id, new_id = ids
-    with write_transaction(conn):
-        rows = {
-            row[1]: record_from_row(row)
-            for row in conn.execute(
-                f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.id IN (?, ?) AND +m.user_id = ?",
-                (old_id, new_id, user_id),
-            )
-        }
-        for memory_id in (old_id, new_id):
-            found = rows.get(memory_id)
-            if found is None or found.superseded_by is not None:
-                raise _not_found(memory_id)
-        old = rows[old_id]
-        expires = now if old.expires_at is None else min(old.expires_at, now)
-        conn.execute(
-            "UPDATE memories SET superseded_by = ?, superseded_reason = ?, expires_at = ?, "
-            "updated_at = ? WHERE id = ? AND user_id = ?",
-            (new_id, reason, expires, now, old_id, user_id),
-        )
-        bump_user_version(conn, user_id)
-    return replace(
-        old, superseded_by=new_id, superseded_reason=reason, expires_at=expires, updated_at=now
-    )
-
-
-def _mark_recalled(conn: sqlite3.Connection, user_id: str, ids: list[str], now: float) -> int:
-    marks = ", ".join("?" for _ in ids)
-    with write_transaction(conn):
-        # A recalled memory is in use again: a demoted one returns to the semantic tier.
-        cursor = conn.execute(
-            "UPDATE memories SET last_recalled_at = ?, recall_count = recall_count + 1, "
-            "tier = CASE WHEN kind = 'event' THEN tier ELSE 'semantic' END, "
-            "demoted_at = CASE WHEN kind = 'event' THEN demoted_at ELSE NULL END "
-            f"WHERE id IN ({marks}) AND +user_id = ?",
-            (now, *ids, user_id),
-        )
-        return cursor.rowcount
-
-
-def _delete(conn: sqlite3.Connection, user_id: str, memory_id: str | None) -> int:
-    """Delete one memory of the user (or all of them when ``memory_id`` is None)."""
-    with write_transaction(conn):
-        if memory_id is None:
-            rids = [r[0] for r in conn.execute(
-                "SELECT rid FROM memories WHERE user_id = ?", (user_id,)
-            )]  # fmt: skip
-        else:
-            rid = _rid_of(conn, user_id, memory_id)
-            rids = [] if rid is None else [rid]
-        for start in range(0, len(rids), 500):
-            chunk = rids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            remove_from_index(conn, chunk)
-            conn.execute(f"DELETE FROM memory_vectors WHERE rid IN ({marks})", chunk)
-            conn.execute(
-                f"DELETE FROM memories WHERE rid IN ({marks}) AND +user_id = ?", (*chunk, user_id)
-            )
-        if rids:
-            bump_user_version(conn, user_id)
-    return len(rids)
-
-
-def _get(conn: sqlite3.Connection, user_id: str, memory_id: str) -> MemoryRecord | None:
-    row = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.id = ? AND m.user_id = ?",
-        (memory_id, user_id),
-    ).fetchone()
-    return None if row is None else record_from_row(row)
-
-
-def _list(
-    conn: sqlite3.Connection,
-    user_id: str,
-    where: tuple[str, tuple[Any, ...]],
-    page: tuple[int, int],
-) -> list[MemoryRecord]:
-    """The user's memories matching ``where`` (SQL, params), newest first; ``page`` is
-    (limit, offset), limit -1 for all."""
-    clause, params = where
-    cursor = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.user_id = ?{clause} "
-        "ORDER BY m.created_at DESC, m.rid DESC LIMIT ? OFFSET ?",
-        (user_id, *params, *page),
-    )
-    return [record_from_row(row) for row in cursor]
-
-
-def _count(conn: sqlite3.Connection, user_id: str) -> int:
-    row = conn.execute("SELECT count(*) FROM memories WHERE user_id = ?", (user_id,)).fetchone()
-    return int(row[0])
-
-
-def _keyword_search(
-    conn: sqlite3.Connection, query: _Query
-) -> list[tuple[MemoryRecord, float, int]]:
-    """``(record, keyword score, rid)`` of the user's best keyword matches, best first.
-
-    Rows are picked by the query's rarer tokens (``keywords.candidate_tokens``) and scored with
-    all of them. At most ``_SCAN_LIMIT`` matches are scored, the user's newest (FTS5 walks its
-    matches newest first and stops there): the cost of a search stays bounded however many
-    memories a user piles up (DESIGN principle 5); below the limit nothing is left out.
-    """
-    tokens = query.tokens
-    if query.lexicon is not None:  # on the worker: opening the lexicon costs ~40 ms once
-        lexicon = load_lexicon(wait=False) if query.lexicon == "auto" else query.lexicon
-        tokens = expand(query.text, tokens, lexicon)
-    tokens = concepts.expand(query.text, tokens, query.user_id)  # "my package": its kind too
-    docs = document_counts(conn, query.user_id, tokens)  # the user's own statistics
-    stats = corpus_stats(conn, query.user_id)
-    match = build_match(owner_token(query.user_id), candidate_tokens(tokens, docs, stats.rows))
-    if match is None:
-        return []
-    rows = conn.execute(
-        "SELECT m.rid, m.terms, m.chars "
-        "FROM memory_fts JOIN memories m ON m.rid = memory_fts.rowid "
-        f"WHERE memory_fts MATCH ? AND m.user_id = ?{query.clause} "
-        "ORDER BY memory_fts.rowid DESC LIMIT ?",
-        (match, query.user_id, *query.params, _SCAN_LIMIT),
-    ).fetchall()
-    if not rows:
-        return []
-    bm25 = Bm25(stats, tokens, docs)
-    scored = ((bm25.score(terms, chars), rid) for rid, terms, chars in rows)
-    # A row FTS5 matched may still score 0 (FTS5 folds case; the scorer compares tokens
-    # exactly): it is no hit.
-    top = heapq.nlargest(query.limit, ((s, rid) for s, rid in scored if s > 0))
-    records = dict(_records_by_rid(conn, query, [rid for _, rid in top]))
-    return [(records[rid], score, rid) for score, rid in top if rid in records]
-
-
-def _records_by_rid(
-    conn: sqlite3.Connection, query: _Query, rids: Sequence[int]
-) -> list[tuple[int, MemoryRecord]]:
-    marks = ", ".join("?" for _ in rids)
-    cursor = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM memories m "
-        f"WHERE m.rid IN ({marks}) AND +m.user_id = ?{query.clause}",
-        (*rids, query.user_id, *query.params),
-    )
-    return [(int(row[0]), record_from_row(row)) for row in cursor]
-
-
-def _store_vectors(
-    conn: sqlite3.Connection, user_id: str, model: str, rows: Sequence[tuple[int, bytes, bytes]]
-) -> None:
-    with write_transaction(conn):
-        for rid, vector, calibration in rows:
-            # Only if the memory is still there and still the user's (it may be gone by now).
-            conn.execute(
-                "INSERT OR REPLACE INTO memory_vectors (rid, model, vector, calibration) "
-                "SELECT rid, ?, ?, ? FROM memories WHERE rid = ? AND user_id = ?",
-                (model, vector, calibration, rid, user_id),
-            )
-        bump_user_version(conn, user_id)

@@ -39,8 +39,8 @@ from jsonschema.exceptions import SchemaError
 
 from hermes.memory.scan import MAX_VALUE_CHARS, name_key, split_name
 from hermes.memory.working import Fact, WorkingMemory
-from hermes.models.brain.phrases import Lang
 from hermes.observe import get_logger
+from hermes.text.lang import Lang
 
 __all__ = [
     "ArgumentSource",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Final, Literal
 
-from hermes.models.brain.numerals import chinese_to_int
+from hermes.text.numerals import chinese_to_int
 
 __all__ = [
     "EN_MONTHS",

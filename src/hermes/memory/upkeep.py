@@ -67,31 +67,30 @@ names at all (older than an hour) are swept.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from hermes.errors import InvalidInputError
-from hermes.memory.keywords import MAX_QUERY_TOKENS, query_tokens
+from hermes.memory.keywords import MAX_QUERY_TOKENS
 from hermes.memory.longterm import MemoryStore
-from hermes.memory.longterm_schema import bump_user_version, write_transaction
-from hermes.memory.records import (
-    ACTIVE_SQL,
-    RECORD_COLUMNS,
-    MemoryNotFoundError,
-    MemoryRecord,
-    record_from_row,
+from hermes.memory.records import MemoryNotFoundError, MemoryRecord
+from hermes.memory.statements import Statement, read_statement, relation
+from hermes.memory.upkeep_duplicates import (
+    MemoryText,
+    jaccard,
+    keeper_of,
+    keyword_set,
+    merged_record,
 )
-from hermes.memory.statements import (
-    DIGITS,
-    NEGATION,
-    Statement,
-    canonical,
-    read_statement,
-    relation,
-    squash,
+from hermes.memory.upkeep_sql import (
+    by_subject,
+    demote_records,
+    merge_pair,
+    pending_records,
+    save_checks,
+    stale_records,
 )
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
@@ -205,184 +204,6 @@ class UpkeepReport:
         }
 
 
-# -- near-duplicates -----------------------------------------------------------------------
-
-
-def _tokens(text: str) -> frozenset[str]:
-    return frozenset(query_tokens(text).terms)
-
-
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / len(a | b) if a and b else 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class _Text:
-    """A memory's text as the duplicate test reads it."""
-
-    squashed: str
-    tokens: frozenset[str]
-    negative: bool
-    digits: tuple[str, ...]
-
-    @classmethod
-    def of(cls, content: str) -> _Text:
-        text = canonical(content)
-        return cls(
-            squash(text),
-            _tokens(text),
-            bool(NEGATION.search(text)),
-            tuple(sorted(DIGITS.findall(text))),
-        )
-
-
-def keeper_of(a: MemoryRecord, b: MemoryRecord) -> tuple[MemoryRecord, MemoryRecord]:
-    """(kept, merged away) of two duplicates: sensitive, explicit, confidence, recalls, newest."""
-
-    def rank(r: MemoryRecord) -> tuple[Any, ...]:
-        return (r.sensitive, r.explicit, r.confidence, r.recall_count, r.created_at, r.id)
-
-    return (a, b) if rank(a) >= rank(b) else (b, a)
-
-
-def merged_record(keep: MemoryRecord, other: MemoryRecord) -> MemoryRecord:
-    """The kept memory after absorbing ``other``."""
-    recalls = [t for t in (keep.last_recalled_at, other.last_recalled_at) if t is not None]
-    expires = (
-        None
-        if keep.expires_at is None or other.expires_at is None
-        else max(keep.expires_at, other.expires_at)
-    )
-    semantic = "semantic" in (keep.tier, other.tier)
-    return replace(
-        keep,
-        recall_count=keep.recall_count + other.recall_count,
-        last_recalled_at=max(recalls) if recalls else None,
-        updated_at=max(keep.updated_at, other.updated_at),
-        confidence=max(keep.confidence, other.confidence),
-        explicit=keep.explicit or other.explicit,
-        expires_at=expires,
-        tier="semantic" if semantic else keep.tier,
-        demoted_at=None if semantic else keep.demoted_at,
-    )
-
-
-# -- statements (run through MemoryStore.run_blocking; every one scoped by user) -------------
-
-_LAST_USE = "max(m.updated_at, coalesce(m.last_recalled_at, 0))"
-
-
-def _pending(
-    conn: sqlite3.Connection, user_id: str | None, now: float, limit: int
-) -> list[MemoryRecord]:
-    """Active memories new or changed since the job last examined them, by user, oldest first."""
-    where = "" if user_id is None else " AND m.user_id = ?"
-    rows = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE {ACTIVE_SQL} "
-        f"AND (m.checked_at IS NULL OR m.checked_at < m.updated_at){where} "
-        "ORDER BY m.user_id, m.rid LIMIT ?",
-        (now, *(() if user_id is None else (user_id,)), limit),
-    )
-    return [record_from_row(row) for row in rows]
-
-
-def _by_subject(
-    conn: sqlite3.Connection, user_id: str, kind: str, subject: str, now: float
-) -> list[MemoryRecord]:
-    rows = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.user_id = ? AND m.subject = ? "
-        f"AND m.kind = ? AND {ACTIVE_SQL} ORDER BY m.rid LIMIT 100",
-        (user_id, subject, kind, now),
-    )
-    return [record_from_row(row) for row in rows]
-
-
-def _save_checks(
-    conn: sqlite3.Connection, user_id: str, checks: Sequence[tuple[str, str | None]], now: float
-) -> None:
-    with write_transaction(conn):
-        conn.executemany(
-            "UPDATE memories SET subject = ?, checked_at = max(?, updated_at) "
-            "WHERE id = ? AND user_id = ?",
-            [(subject, now, memory_id, user_id) for memory_id, subject in checks],
-        )
-
-
-def _merge(
-    conn: sqlite3.Connection, user_id: str, keeper_id: str, other_id: str, now: float
-) -> MemoryRecord | None:
-    """Fold ``other_id`` into ``keeper_id``; None when either is no longer an active memory of
-    the user. Both are read inside the write transaction, so no concurrent write is lost."""
-    with write_transaction(conn):
-        rows = conn.execute(
-            f"SELECT {RECORD_COLUMNS}, m.checked_at FROM memories m WHERE m.id IN (?, ?) "
-            "AND +m.user_id = ? AND m.superseded_by IS NULL",
-            (keeper_id, other_id, user_id),
-        ).fetchall()
-        found = {row[1]: (record_from_row(row), row[-1]) for row in rows}
-        if keeper_id not in found or other_id not in found:
-            return None
-        (keep, checked), (other, _) = found[keeper_id], found[other_id]
-        merged = merged_record(keep, other)
-        # Its text did not change: a keeper examined before stays examined.
-        up_to_date = checked is not None and checked >= keep.updated_at
-        conn.execute(
-            "UPDATE memories SET recall_count = ?, last_recalled_at = ?, updated_at = ?, "
-            "confidence = ?, explicit = ?, expires_at = ?, tier = ?, demoted_at = ?, "
-            "checked_at = ? WHERE id = ? AND user_id = ?",
-            (merged.recall_count, merged.last_recalled_at, merged.updated_at, merged.confidence,
-             int(merged.explicit), merged.expires_at, merged.tier, merged.demoted_at,
-             max(now, merged.updated_at) if up_to_date else checked, keeper_id, user_id),
-        )  # fmt: skip
-        conn.execute(
-            "UPDATE memories SET superseded_by = ?, superseded_reason = 'duplicate', "
-            "expires_at = min(coalesce(expires_at, ?), ?), updated_at = ? "
-            "WHERE id = ? AND user_id = ?",
-            (keeper_id, now, now, now, other_id, user_id),
-        )
-        bump_user_version(conn, user_id)
-    return merged
-
-
-def _stale(
-    conn: sqlite3.Connection,
-    user_id: str | None,
-    tier: str,
-    cutoffs: tuple[float, float | None],
-    *,
-    now: float,
-    limit: int,
-) -> list[MemoryRecord]:
-    """Active, not explicit memories of ``tier`` last used before ``cutoffs[0]`` (and, when
-    ``cutoffs[1]`` is set, demoted before it or never), by user, oldest first."""
-    last_use, demoted_before = cutoffs
-    sql = (
-        f"SELECT {RECORD_COLUMNS} FROM memories m WHERE m.tier = ? AND m.explicit = 0 "
-        f"AND {ACTIVE_SQL} AND {_LAST_USE} < ?"
-    )
-    params: list[Any] = [tier, now, last_use]
-    if demoted_before is not None:
-        sql += " AND (m.demoted_at IS NULL OR m.demoted_at < ?)"
-        params.append(demoted_before)
-    if user_id is not None:
-        sql += " AND m.user_id = ?"
-        params.append(user_id)
-    rows = conn.execute(sql + " ORDER BY m.user_id, m.rid LIMIT ?", (*params, limit))
-    return [record_from_row(row) for row in rows]
-
-
-def _demote(conn: sqlite3.Connection, records: Sequence[MemoryRecord], now: float) -> None:
-    with write_transaction(conn):
-        for record in records:
-            conn.execute(
-                "UPDATE memories SET tier = 'episodic', demoted_at = ? "
-                "WHERE id = ? AND user_id = ? AND tier = 'semantic'",
-                (now, record.id, record.user_id),
-            )
-        for user_id in {r.user_id for r in records}:
-            bump_user_version(conn, user_id)
-
-
 # -- the run -------------------------------------------------------------------------------
 
 
@@ -403,14 +224,14 @@ class _Run:
         self.batch: list[MemoryRecord] = []
         self._vectors: dict[str, Any] = {}
         # A record's text is read once per run, however many pairs it is part of.
-        self._texts: dict[str, _Text] = {}
+        self._texts: dict[str, MemoryText] = {}
         self._statements: dict[tuple[str, str | None, bool], Statement] = {}
 
-    def text(self, content: str) -> _Text:
-        """``_Text.of(content)``, read once per run."""
+    def text(self, content: str) -> MemoryText:
+        """``MemoryText.of(content)``, read once per run."""
         found = self._texts.get(content)
         if found is None:
-            found = self._texts[content] = _Text.of(content)
+            found = self._texts[content] = MemoryText.of(content)
         return found
 
     def statement(self, record: MemoryRecord) -> Statement:
@@ -430,7 +251,7 @@ class _Run:
     # -- duplicates and conflicts ----------------------------------------------------------
     async def examine(self, user_id: str | None) -> None:
         pending = await self.store.run_blocking(
-            "upkeep", _pending, user_id, self.now, self.policy.batch_size
+            "upkeep", pending_records, user_id, self.now, self.policy.batch_size
         )
         self.report.examined = len(pending)
         self.report.remaining = len(pending) >= self.policy.batch_size
@@ -451,7 +272,7 @@ class _Run:
             if not self.dry_run:
                 checks = [(r.id, self.subjects[r.id]) for r in records if r.id not in self.retired]
                 if checks:
-                    await self.store.run_blocking("upkeep", _save_checks, owner, checks, self.now)
+                    await self.store.run_blocking("upkeep", save_checks, owner, checks, self.now)
 
     async def _dedupe(self, record: MemoryRecord) -> MemoryRecord | None:
         """Merge ``record``'s duplicates; the record as it stands after, None if merged away."""
@@ -481,7 +302,7 @@ class _Run:
         one_valued = sa.subject is not None and sa.subject.startswith("is:")
         if one_valued and sa.subject == sb.subject and sa.value != sb.value:
             return False  # two values of one subject: a conflict, not a duplicate
-        overlap = _jaccard(ta.tokens, tb.tokens)
+        overlap = jaccard(ta.tokens, tb.tokens)
         longest = max(len(ta.tokens), len(tb.tokens))
         if overlap >= self.policy.merge_overlap and longest < MAX_QUERY_TOKENS:
             return True
@@ -511,7 +332,7 @@ class _Run:
             merged: MemoryRecord | None = merged_record(keep, other)
         else:
             merged = await self.store.run_blocking(
-                "upkeep", _merge, keep.user_id, keep.id, other.id, self.now
+                "upkeep", merge_pair, keep.user_id, keep.id, other.id, self.now
             )
         if merged is None:  # changed meanwhile (another process): left for the next run
             return a
@@ -551,7 +372,7 @@ class _Run:
         subject = statement.subject
         if subject is not None:
             stored = await self.store.run_blocking(
-                "upkeep", _by_subject, record.user_id, record.kind, subject, self.now
+                "upkeep", by_subject, record.user_id, record.kind, subject, self.now
             )
             in_batch = [r for r in self.batch if self.subjects.get(r.id) == subject]
             for other in (*stored, *in_batch):
@@ -570,7 +391,7 @@ class _Run:
     ) -> list[tuple[MemoryRecord, str]]:
         out: list[tuple[MemoryRecord, str]] = []
         if statement.old_value:
-            named = _tokens(statement.old_value)
+            named = keyword_set(statement.old_value)
             hits = await self.store.search(
                 record.user_id, statement.old_value, limit=self.policy.neighbours,
                 mode="keyword", now=self.now,
@@ -617,7 +438,7 @@ class _Run:
         delete_cutoff = now - policy.delete_after_days * _DAY
         doomed = await self.store.run_blocking(
             "upkeep",
-            _stale,
+            stale_records,
             user_id,
             "episodic",
             (delete_cutoff, now - grace),
@@ -636,7 +457,7 @@ class _Run:
         demote_cutoff = now - policy.demote_after_days * _DAY
         demoted = await self.store.run_blocking(
             "upkeep",
-            _stale,
+            stale_records,
             user_id,
             "semantic",
             (demote_cutoff, None),
@@ -645,7 +466,7 @@ class _Run:
         )
         demoted = self._still_stale(demoted, demote_cutoff)
         if demoted and not self.dry_run:
-            await self.store.run_blocking("upkeep", _demote, demoted, now)
+            await self.store.run_blocking("upkeep", demote_records, demoted, now)
         why = f"not recalled for {policy.demote_after_days:g} days"
         self.report.actions.extend(
             UpkeepAction("demote", r.user_id, r.id, r.kind, why) for r in demoted

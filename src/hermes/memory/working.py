@@ -33,11 +33,11 @@ from datetime import datetime
 from typing import Any, Final, Literal
 
 from hermes.memory.scan import MAX_SCAN_CHARS, MAX_VALUE_CHARS, find_facts, name_key
-from hermes.models.brain.phrases import Lang
 from hermes.observe import REDACTED, get_logger, is_secret_key, redact
 from hermes.session.privacy import has_secret_marker
 from hermes.session.sticky import owned_identifiers
 from hermes.session.summary import clip
+from hermes.text.lang import Lang
 
 __all__ = [
     "Fact",

@@ -9,8 +9,8 @@ and phrases the result in the user's language (Chinese or English). See
 from hermes.models.brain.brain import RuleBrain
 from hermes.models.brain.expression import ParsedExpression, parse_expression, resolve_expression
 from hermes.models.brain.intents import Intent, Slot, default_intents, load_intent_file
-from hermes.models.brain.numerals import chinese_to_int
-from hermes.models.brain.phrases import language_of
+from hermes.text.lang import language_of
+from hermes.text.numerals import chinese_to_int
 
 __all__ = [
     "Intent",

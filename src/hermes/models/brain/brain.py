@@ -50,8 +50,9 @@ from hermes.models.brain.intents import (
     order_intents,
 )
 from hermes.models.brain.numbers import Number, format_exact
-from hermes.models.brain.phrases import Lang, language_of, render
+from hermes.models.brain.phrases import render
 from hermes.models.brain.segments import place_follow_up, split_requests
+from hermes.text.lang import Lang, language_of
 
 #: Longer messages are cut before slots are read (bounds the cost of user regexes).
 MAX_TEXT = 4000

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.models.brain.expression import parse_expression, resolve_expression
-from hermes.models.brain.numerals import NUMERAL_CHARS, chinese_to_int
+from hermes.text.numerals import NUMERAL_CHARS, chinese_to_int
 
 BUILTIN_SOURCES = frozenset(
     {"rest", "text", "expression", "timezone", "number", "memory", "memory_kind"}

@@ -28,8 +28,9 @@ from hermes.models.brain.extractors import (
     extract_builtin,
     extract_by_pattern,
 )
-from hermes.models.brain.phrases import Lang, render, template_fields
+from hermes.models.brain.phrases import render, template_fields
 from hermes.models.brain.schema import IntentFileSpec, IntentSpec, LocalizedText, SlotSpec
+from hermes.text.lang import Lang
 
 DEFAULTS_NAME = "<default intents.yaml>"
 #: Reply fields every tool-less intent may use besides its slots.

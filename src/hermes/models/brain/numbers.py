@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from hermes.models.brain.numerals import DIGITS, chinese_to_int
+from hermes.text.numerals import DIGITS, chinese_to_int
 
 __all__ = [
     "EN_NUMBER_WORDS",

@@ -7,22 +7,17 @@ Intent-specific wording lives in ``intents.yaml``; what is here is what every in
 from __future__ import annotations
 
 import json
-import re
 import string
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any
 
-Lang = Literal["zh", "en"]
+# Lang lives in :mod:`hermes.text.lang` (memory and the agent use it too, without importing the
+# brain); ``hermes.models.brain.phrases.Lang`` still names it for older imports.
+from hermes.text.lang import Lang
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _FORMATTER = string.Formatter()
 #: How much of a tool's raw output or error we quote back, so a reply stays readable.
 QUOTE_LIMIT = 300
-
-
-def language_of(text: str) -> Lang:
-    """Chinese when the text contains any CJK ideograph, else English."""
-    return "zh" if _CJK.search(text) else "en"
 
 
 def template_fields(template: str) -> list[str]:

@@ -21,7 +21,8 @@ from typing import Any
 from hermes.models.base import ToolSpec
 from hermes.models.brain import arith, phrases
 from hermes.models.brain.intents import Intent
-from hermes.models.brain.phrases import Lang, render
+from hermes.models.brain.phrases import render
+from hermes.text.lang import Lang
 
 __all__ = [
     "abilities",

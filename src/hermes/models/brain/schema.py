@@ -42,7 +42,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from hermes.models.brain.extractors import BUILTIN_SOURCES
-from hermes.models.brain.phrases import Lang
+from hermes.text.lang import Lang
 
 
 def _compiles(pattern: str) -> str:

@@ -1,4 +1,5 @@
-"""Chinese numerals → integers, for the offline brain's calculator and number slots.
+"""Chinese numerals → integers, for the offline brain's calculator and number slots and for
+memory's scans of free text (quantities in a remembered statement).
 
 Covers the everyday forms a person types into a chat: ``十五``, ``一百零五``, ``两千三``
 (= 2300, the colloquial short form), ``三万五千``, ``一亿两千万``, and digit-by-digit readings
