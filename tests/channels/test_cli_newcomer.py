@@ -4,6 +4,8 @@ note of ``sessions show`` when it hides items, the session-id rule, ``/help`` in
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,6 +114,43 @@ def test_delete_needs_yes_without_a_terminal_then_removes_the_session(personal: 
     again = personal("sessions", "delete", doomed, "--yes", "--json")
     assert again.returncode == 2
     assert again.json()["error"]["type"] == "session_not_found"
+
+
+_HOLD_CLAIM = """
+import asyncio, sys
+from hermes.session.locks import FileSessionLocks
+
+async def main():
+    locks = FileSessionLocks(sys.argv[1])
+    async with locks.claim(sys.argv[2], wait=0):
+        print("held", flush=True)
+        await asyncio.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+def test_delete_of_a_session_whose_turn_runs_elsewhere_is_refused_and_loses_nothing(
+    hermes: Hermes,
+) -> None:
+    busy = "newcomer-busy-01"
+    assert hermes("run", "15乘以27", "--session", busy).returncode == 0
+    db = hermes.data_dir / "hermes.db"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_CLAIM, str(db), busy], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        refused = hermes("sessions", "delete", busy, "--yes", "--json")
+        assert refused.returncode == 2, refused
+        assert refused.json()["error"]["type"] == "session_busy"
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    kept = hermes("sessions", "show", busy, "--json")
+    assert kept.returncode == 0, kept
+    assert hermes("sessions", "delete", busy, "--yes").returncode == 0  # free once it ended
 
 
 def test_a_short_session_id_is_refused_with_the_rule(hermes: Hermes) -> None:

@@ -26,6 +26,8 @@ from hermes.channels.browse import (
 from hermes.channels.output import EXIT_USAGE, fail, note, report_error, write_json
 from hermes.errors import HermesError
 from hermes.session.ids import validate_session_id
+from hermes.session.open import open_locks
+from hermes.session.store import Store
 
 SessionArgument = Annotated[str, typer.Argument(help="Session id.")]
 
@@ -85,7 +87,7 @@ def sessions_delete(
         writer = open_existing_store()
         if writer is None:
             raise not_found(sid)
-        if not run_async(lambda: closing(writer, lambda s: s.delete_session(sid))):
+        if not run_async(lambda: closing(writer, lambda s: _delete_claimed(s, sid))):
             raise not_found(sid)  # deleted by someone else in between
     except HermesError as exc:
         fail(exc, as_json)
@@ -96,6 +98,17 @@ def sessions_delete(
         f"deleted session {sid} ({record.item_count} items); the user's memories stay"
         f" / 已删除会话 {sid}（{record.item_count} 条消息）；用户的记忆保留"
     )
+
+
+async def _delete_claimed(store: Store, session_id: str) -> bool:
+    """Delete under the session's claim: a turn running in another process refuses the delete
+    (``session_busy``) rather than losing its items mid-way."""
+    locks = open_locks(store)
+    try:
+        async with locks.claim(session_id, wait=0.0):
+            return await store.delete_session(session_id)
+    finally:
+        locks.close()
 
 
 def _confirmed(session_id: str, items: int) -> bool:
