@@ -30,9 +30,12 @@ class Orders:
         self.refunds: list[tuple[str, float]] = []
         self.fail_next = False
         self.delay = 0.0
+        #: Set when a refund starts running (past the key's claim): tests wait for it, not a clock.
+        self.started = asyncio.Event()
 
     def registry(self, **options: Any) -> ToolRegistry:
         async def refund(order_id: str, amount: float, note: str = "") -> dict[str, Any]:
+            self.started.set()
             if self.delay:
                 await asyncio.sleep(self.delay)
             if self.fail_next:
@@ -202,7 +205,9 @@ async def test_a_call_cancelled_while_running_is_never_run_again_blindly(
     registry, state = orders.registry(), PolicyState()
     orders.delay = 5
     task = asyncio.create_task(refund(registry, state, db))
-    await asyncio.sleep(0.05)
+    # Running, not just scheduled: a task cancelled before its claim never ran at all, and its
+    # key is rightly free (what a fixed 50 ms sleep produced on a loaded machine).
+    await asyncio.wait_for(orders.started.wait(), 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
