@@ -5,6 +5,7 @@ tool items, summaries and ordinary messages read as documented."""
 from __future__ import annotations
 
 import json
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
