@@ -422,3 +422,46 @@ def test_the_tools_prompt_joins_the_first_system_message() -> None:
     assert to_hermes_messages([{"role": "user", "content": "hi"}], []) == [
         {"role": "user", "content": "hi"}
     ]
+
+
+def test_the_conversion_keeps_chinese_as_written_and_skips_odd_calls() -> None:
+    out = to_hermes_messages(
+        [
+            {"role": "assistant", "content": [{"type": "image_url"}, {"text": "查一下"}],
+             "tool_calls": [
+                 "not a call",
+                 {"id": "c1", "function": {"name": "天气", "arguments": '{"城市": "北京"}'}},
+             ]},
+            {"role": "tool", "tool_call_id": "c1", "content": '{"结果": "晴"}'},
+            {"role": "tool", "tool_call_id": "unknown", "content": "雨"},
+        ]
+    )  # fmt: skip
+    assert out[0]["content"] == (
+        '查一下\n<tool_call>\n{"name": "天气", "arguments": {"城市": "北京"}}\n</tool_call>'
+    )
+    assert out[1]["content"] == (
+        '<tool_response>\n{"name": "天气", "content": {"结果": "晴"}}\n</tool_response>\n'
+        '<tool_response>\n{"name": "", "content": "雨"}\n</tool_response>'
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "arguments"),
+    [
+        ("<parameter=a>hello", {"a": "hello"}),  # the last parameter left unclosed
+        ("<parameter=a>hello<parameter=b>X</parameter>", {"a": "hello", "b": "X"}),
+        ("<parameter=a>\n  two spaces  \n</parameter>", {"a": "  two spaces  "}),
+        ("<parameter=a>" + "[" * 50_000 + "</parameter>", {"a": "[" * 50_000}),
+    ],
+)
+def test_parameter_tags_read_as_written(body: str, arguments: dict[str, Any]) -> None:
+    parsed = parse_tool_calls(f"<function=get>{body}</function>", tool_names=OFFERED)
+    assert [(c.name, c.arguments) for c in parsed.tool_calls] == [("get", arguments)]
+
+
+def test_at_most_a_thousand_parameters_are_read() -> None:
+    body = "".join(f"<parameter=p{n}>{n}</parameter>" for n in range(1005))
+    parsed = parse_tool_calls(f"<function=get>{body}</function>", tool_names=OFFERED)
+    [call] = parsed.tool_calls
+    assert len(call.arguments) == 1000
+    assert call.arguments["p999"] == "999"

@@ -305,3 +305,62 @@ def test_the_agents_apology_for_a_failed_server_is_left_out() -> None:
     ]
     contents = [m["content"] for m in _build(window).messages]
     assert contents == ["q", "a real answer", "again"]
+
+
+def test_a_long_sticky_user_message_is_noted_by_its_stored_facts() -> None:
+    long_text = "my order id is ORD-00042 " + "and some more words " * 20
+    item = user(long_text, sticky=True, meta={"sticky": ["keep: gate 7", "order: ORD-00042"]})
+    built = _build([user("hi")], sticky=[item])
+    assert _notes(built) == STICKY_HEADER + "- user: keep: gate 7; order: ORD-00042"
+    short = user("call me Ada", sticky=True, meta={"sticky": ["name: Ada"]})
+    assert _notes(_build([user("hi")], sticky=[short])) == STICKY_HEADER + "- user: call me Ada"
+
+
+def test_two_carried_sticky_messages_make_one_new_notes_message() -> None:
+    window = [
+        user("my order id is ORD-00042", sticky=True),
+        user("my order id is ORD-00043", sticky=True),
+        say("noted."),
+        *rounds(1),
+    ]
+    full = _build(window, system_prompt="Be brief.")
+    budget = full.tokens - _round_costs(full)[0] - 1
+    built = _build(window, budget, system_prompt="Be brief.")
+    assert built.dropped_rounds == 2
+    assert built.messages[1] == {
+        "role": "system",
+        "content": STICKY_HEADER
+        + "- user: my order id is ORD-00042\n- user: my order id is ORD-00043",
+    }
+    assert built.tokens == messages_tokens(built.messages)
+
+
+def test_carried_lines_join_notes_that_follow_a_summary() -> None:
+    older = user("call me Ada", sticky=True)
+    window = [
+        user("my order id is ORD-00042", sticky=True),
+        user("my order id is ORD-00043", sticky=True),
+        say("noted."),
+        *rounds(1),
+    ]
+
+    def build(budget: int) -> BuiltContext:
+        return build_messages(
+            ContextSlice(
+                sticky=_numbered([older]),
+                summary=summary("earlier talk", 1),
+                window=_numbered(list(window)),
+            ),
+            system_prompt="Be brief.",
+            budget_tokens=budget,
+        )
+
+    full = build(BIG)
+    built = build(full.tokens - _round_costs(full)[0] - 1)
+    assert [m["role"] for m in built.messages[:3]] == ["system", "system", "system"]
+    assert built.messages[2]["content"] == (
+        STICKY_HEADER
+        + "- user: call me Ada\n- user: my order id is ORD-00042\n"
+        + "- user: my order id is ORD-00043"
+    )
+    assert built.tokens == messages_tokens(built.messages)
