@@ -44,3 +44,28 @@ async def test_past_twenty_the_rest_is_counted(ctx: ToolContext) -> None:
     names = ", ".join(f"t{n:02d}" for n in range(20))
     message = await _unknown(_registry(21), ctx)
     assert message == f"no tool named 'nope'; available: {names}, … (1 more)"
+
+
+async def test_an_output_schema_checks_formats_and_names_every_problem(ctx: ToolContext) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"email": {"type": "string", "format": "email"}, "n": {"type": "integer"}},
+        "required": ["email", "n"],
+    }
+
+    @tool(name="contact", output_schema=schema)
+    def contact(kind: str) -> dict[str, object]:
+        """Return a contact."""
+        return {"email": "ada@example.org", "n": 1} if kind == "good" else {"email": "nope"}
+
+    registry = ToolRegistry()
+    registry.register(contact)
+    good = await execute_tool_call(registry, ToolCall("c1", "contact", {"kind": "good"}), ctx)
+    assert good.ok, good.error
+    bad = await execute_tool_call(registry, ToolCall("c2", "contact", {"kind": "bad"}), ctx)
+    assert bad.error is not None
+    assert bad.error.type == "invalid_output"
+    assert bad.error.message == (
+        "output of tool 'contact' does not match its output schema: n: missing required field; "
+        "email: must be a valid email; got 'nope'"
+    )
