@@ -63,7 +63,8 @@ def main() -> int:
         print("no mutants found: run `make mutation` first", file=sys.stderr)
         return 1
     header = (
-        f"{'module':34} {'mutants':>7} {'equiv.':>6} {'killed':>6} {'survived':>8} {'other':>5}"
+        f"{'module':34} {'mutants':>7} {'equiv.':>6} {'killed':>6} {'survived':>8} {'other':>5} "
+        f"{'unrun':>5}"
     )
     print(header + "  score")
     totals: Counter[str] = Counter()
@@ -76,13 +77,14 @@ def main() -> int:
 
 
 def _row(label: str, counts: Counter[str]) -> str:
-    killed, survived = counts["killed"], counts["survived"]
-    other = counts["total"] - counts["equivalent"] - killed - survived
-    judged = counts["total"] - counts["equivalent"]
+    killed, survived, unrun = counts["killed"], counts["survived"], counts["not checked"]
+    other = counts["total"] - counts["equivalent"] - killed - survived - unrun
+    # A partial run (one module, or one stopped early) scores only the mutants it ran.
+    judged = counts["total"] - counts["equivalent"] - unrun
     score = f"{killed / judged:6.1%}" if judged else "   n/a"
     return (
         f"{label:34} {counts['total']:7} {counts['equivalent']:6} {killed:6} {survived:8} "
-        f"{other:5}  {score}"
+        f"{other:5} {unrun:5}  {score}"
     )
 
 
