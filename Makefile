@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck bench clean mcp-servers llama-server test-llama
+.PHONY: demo test lint typecheck bench clean mcp-servers llama-server test-llama mutation
 
 # The reference MCP servers the interop tests drive (tests/mcp/interop): pinned in its
 # package-lock.json, installed with `npm ci` into a git-ignored folder, again whenever the lock
@@ -26,6 +26,12 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 $(DEV_STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev,semantic]"
+	touch $@ $(STAMP)
+
+MUTATION_STAMP := $(VENV)/.installed-mutation
+
+$(MUTATION_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ".[dev,mutation]"
 	touch $@ $(STAMP)
 
 $(MCP_STAMP): $(INTEROP)/package.json $(INTEROP)/package-lock.json
@@ -93,5 +99,18 @@ bench: $(DEV_STAMP) $(MCP_SERVERS_DEP)
 	$(BIN)/python bench/turn_overhead.py
 	$(BIN)/python bench/mcp_call.py --everything
 
+## make mutation — mutation testing (mutmut; settings in setup.cfg) of the tool pipeline,
+## validation, context and prompt-mode parser modules, then the score per module. Not part of
+## make test: a full run takes ~40-60 min on 2 shared cores (nice'd). One module:
+## make mutation MUTANTS='hermes.session.fitting.*'   (docs/testing.md)
+MUTANTS ?=
+MUTATION_CHILDREN ?= 2
+mutation: $(MUTATION_STAMP)
+	rm -rf mutants
+	HERMES_CACHE_DIR=$(CURDIR)/.cache/hermes nice -n 10 $(BIN)/mutmut run \
+		--max-children $(MUTATION_CHILDREN) $(MUTANTS) > mutants.log 2>&1 || \
+		{ tail -n 40 mutants.log; exit 1; }
+	$(BIN)/python tests/mutation_score.py
+
 clean:
-	rm -rf $(VENV) .hermes build dist src/*.egg-info $(MCP_SERVERS)
+	rm -rf $(VENV) mutants mutants.log .hermes build dist src/*.egg-info $(MCP_SERVERS)

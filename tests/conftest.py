@@ -6,9 +6,21 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 os.environ.setdefault(
     "HERMES_CACHE_DIR", str(Path(__file__).resolve().parent.parent / ".cache" / "hermes")
+)
+
+# `make mutation` (docs/testing.md) runs the tests under mutmut's tracing, many times slower:
+# no deadlines there, and the same examples for every mutant (a mutant is killed by the tests,
+# not by the luck of the draw).
+settings.register_profile(
+    "mutation",
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
 

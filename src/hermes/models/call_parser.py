@@ -241,9 +241,10 @@ def _read_block(
         return [loads_lenient(body)], block_end, None
     except ValueError as exc:
         problem = f"invalid JSON ({exc})"
-    if close < 0:
-        # Unclosed, and more than JSON follows: the call is the leading (lenient) value, the
-        # rest is text for the user.
+    if block_end == body_end:
+        # Unclosed (no closing tag of its own: the text ends, or the next block opens), and
+        # more than JSON follows: the call is the leading (lenient) value, the rest is text
+        # for the user.
         start = _skip_blank(text, body_start)
         value_end = lenient_value_end(text, start, body_end)
         if value_end is not None:

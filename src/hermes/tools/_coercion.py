@@ -243,8 +243,9 @@ class Coercer:
 
 
 def _coerce_scalar(value: Any, types: frozenset[str]) -> Any:
-    """Try each accepted type in a fixed order; the first safe conversion wins."""
-    for kind in ("integer", "number", "boolean", "string", "array", "object"):
+    """Try each accepted type in a fixed order; the first safe conversion wins. ``object``
+    comes before ``array``: a JSON object text is that object, not a one-item array of it."""
+    for kind in ("integer", "number", "boolean", "string", "object", "array"):
         if kind not in types:
             continue
         converted = _CONVERTERS[kind](value)
