@@ -333,14 +333,9 @@ class McpConnection:
         *,
         bounded: bool = False,
     ) -> R | ToolResult:
-        """Run ``send`` on the live session, bounded by ``config.timeout`` (``bounded``:
-        ``send`` already passes that deadline to the SDK itself).
-
-        Failures come back as a :class:`ToolResult` naming the server and ``action``:
-        ``service_unavailable`` when not connected (or the connection was just lost),
-        ``timeout``, ``mcp_error`` for a protocol error (unknown tool or uri, invalid params),
-        ``invalid_output`` for a malformed result. Their messages carry no secret.
-        """
+        """Run ``send`` on the live session, bounded by ``config.timeout``; failures come back
+        as a :class:`ToolResult` (:meth:`RemoteCalls.request <hermes.mcp.client.calls.
+        RemoteCalls.request>` lists them)."""
         return await self._calls.request(action, send, bounded=bounded)
 
     # -- failure reports -------------------------------------------------------------------
