@@ -265,7 +265,7 @@ class Agent:
                     approval_id=approval_id,
                 )
 
-    # -- approvals (seed 004 §4.3) --------------------------------------------------------------
+    # -- approvals (seed 004 §4.3) ---------------------------------------------------------------
     async def approve(
         self, approval_id: str, *, session_id: str, user_id: str | None = None
     ) -> RunResult:
