@@ -82,7 +82,8 @@ _SCHEMA_V2: Final = (
 # Per-user keyword statistics (isolation, seed 003 §4.4): bm25's N, average lengths and
 # document counts are each user's own, so one user's memories never change another user's
 # recall or scores; kept in the transactions that change the index (counting per search would
-# cost milliseconds at 100,000 memories). The exact-content index makes the duplicate check of every write cheap.
+# cost milliseconds at 100,000 memories). The exact-content index makes the duplicate check of
+# every write cheap.
 _SCHEMA_V3: Final = (
     "CREATE TABLE memory_user_stats (user_id TEXT PRIMARY KEY, rows INTEGER NOT NULL, "
     "terms INTEGER NOT NULL, chars INTEGER NOT NULL) WITHOUT ROWID",
