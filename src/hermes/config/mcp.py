@@ -116,7 +116,8 @@ class ServerConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _default_transport(cls, data: Any) -> Any:
-        # A URL without an explicit transport speaks streamable HTTP (seed 001 §4.3: new deployments speak HTTP).
+        # A URL without an explicit transport speaks streamable HTTP (seed 001 §4.3: new
+        # deployments speak HTTP).
         if isinstance(data, dict) and "transport" not in data and data.get("url") is not None:
             return {**data, "transport": "streamable_http"}
         return data
