@@ -1,5 +1,5 @@
-"""Long-term memory tools: ``remember``, ``recall_memories``, ``forget_memory`` (explicit
-writes, seed 001 §5.2).
+"""Long-term memory tools: ``remember``, ``recall_memories``, ``forget_memory`` (memories
+written on request, beside the extraction of seed 001 §5.2).
 
 They work on the agent's :class:`hermes.memory.facade.Memory`, found in
 ``ToolContext.extras["memory"]`` (:data:`MEMORY_KEY`), and always for ``ctx.user_id`` only —
