@@ -1,4 +1,4 @@
-"""Long-term memory recall at scale (issue 5 §6): latency of keyword and hybrid search at
+"""Long-term memory recall at scale (seed 001 §5.3): latency of keyword and hybrid search at
 100,000 memories, and write throughput.
 
 Scenarios (each on its own SQLite file, WAL, in a temp dir):

@@ -1,4 +1,4 @@
-"""Costs of the three memory tiers (issue 5 §1–3): L1 get/put, L2 writes and queries at
+"""Costs of the three memory tiers (seed 000 §2.4, §3.5): L1 get/put, L2 writes and queries at
 100,000 recorded calls, L3 put/get of 1 KB and 100 KB blobs, and the facade end to end.
 
 Method. Everything runs in one process on real files in a temp directory (SQLite WAL,

@@ -1,7 +1,9 @@
 """The house rules of ``src/hermes`` as a test (STYLE.md, DESIGN.md's layers): no file over
 1,000 lines, no function over 80, no import cycle between modules — imports under
-``TYPE_CHECKING`` and inside functions count too —, and ``hermes.tools`` never importing
-memory, the agent or the channels (memory plugs into the tool pipeline, not the other way).
+``TYPE_CHECKING`` and inside functions count too —, ``hermes.tools`` never importing
+memory, the agent or the channels (memory plugs into the tool pipeline, not the other way), and
+no file citing an issue number (a reader cannot open the issues: cite the seed section, "seed
+003 §4.2", or the DESIGN.md heading, 'DESIGN.md, "Scale-out"').
 
 What breaks a rule today is named in the ``KNOWN_*`` lists below, each with its reason; the
 lists may only shrink. A name in a list that no longer breaks the rule fails the test too, so a
@@ -11,6 +13,7 @@ fixed knot cannot come back unnoticed.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -23,6 +26,9 @@ MAX_FILE_LINES = 1_000
 MAX_FUNCTION_LINES = 80
 #: Layers ``hermes.tools`` must not import (DESIGN.md: tools/ never imports memory).
 TOOLS_MUST_NOT_IMPORT = ("hermes.memory", "hermes.agent", "hermes.channels")
+#: "issue 5", "issues 2 and 3", "issue-14": our own issue numbers. An upstream project's
+#: "python-sdk issue #3551" names a thread anyone can open, and is allowed.
+ISSUE_CITATION = re.compile(r"\bissues?\s+\d+\b|\bissue-\d+", re.IGNORECASE)
 
 #: Functions over the limit, as ``module:qualified.name``, with why they are allowed.
 KNOWN_LONG_FUNCTIONS: dict[str, str] = {
@@ -216,6 +222,27 @@ def test_tools_never_import_memory_the_agent_or_the_channels():
     assert fixed == [], f"gone, drop from KNOWN_UPWARD_IMPORTS: {fixed}"
 
 
+def _issue_citations(root: Path) -> list[str]:
+    """Every issue-number citation in the files under ``root``, as ``path:line: text``
+    (across a line break too: "issue\\n5")."""
+    found: list[str] = []
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for match in ISSUE_CITATION.finditer(text):
+            number = text.count("\n", 0, match.start()) + 1
+            found.append(f"{path.relative_to(root.parent)}:{number}: {match.group()}")
+    return found
+
+
+def test_no_file_cites_an_issue_number():
+    citing = _issue_citations(SRC / PACKAGE)
+    assert citing == [], (
+        "cite the seed section or the DESIGN.md heading, not an issue:\n" + "\n".join(citing)
+    )
+
+
 # -- the checker itself ------------------------------------------------------------------------
 
 
@@ -235,3 +262,22 @@ def test_the_cycle_finder_finds_a_cycle_and_nothing_else():
 def test_relative_imports_are_resolved(module: str, level: int, name: str, expected: str):
     node = ast.ImportFrom(module=name, names=[], level=level)
     assert _resolve(module, node) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "cites"),
+    [
+        ("Memory (issue 5): the tiers", True),
+        ("(issue 3 §5, seed 004 §4.3)", True),
+        ("issues 2 and 3 resolved", True),
+        ("branch issue-14a", True),
+        ("Issue 4 §1", True),
+        ("the cache (issue\n    5 §1)", True),
+        ("(seed 004 §4.3)", False),
+        ("the SDK's stdin thread (python-sdk issue #3551)", False),
+        ("an issue with 3 causes", False),
+        ("tissue 5", False),
+    ],
+)
+def test_the_issue_citation_pattern(text: str, cites: bool):
+    assert bool(ISSUE_CITATION.search(text)) is cites

@@ -100,12 +100,12 @@ SIGNATURES: dict[str, str] = {
         "max_message_chars: 'int' = 100000, max_unknown_tools: 'int' = 3, "
         "summary_min_backlog: 'int' = 8, workspace: 'str | Path | None' = None, "
         "summarizer: 'Summarizer | None' = None, states_file: 'str | Path | None' = None, "
-        # Added with issue 3 (keyword-only, defaults keep the old behaviour).
+        # Added for permissions and toolsets (keyword-only, defaults keep the old behaviour).
         "authorizer: 'Authorizer | None' = None, toolset_limit: 'int' = 20, "
         "http_allow: 'Sequence[str]' = (), "
-        # Added with issue 4.
+        # Added for MCP servers.
         "mcp_servers: 'Mapping[str, ServerConfig] | McpManager | None' = None, "
-        # Added with issue 5 (keyword-only, off by default).
+        # Added for memory (keyword-only, off by default).
         "memory: 'Memory | str | Path | None' = None) -> 'None'"
     ),
     "Agent.run": (
@@ -123,7 +123,7 @@ SIGNATURES: dict[str, str] = {
         "(self, session_id: 'str', messages: 'Sequence[dict[str, Any]]', *, "
         "user_id: 'str | None' = None) -> 'int'"
     ),
-    # Added with issue 3 §5 (human approval).
+    # Added for human approval (seed 004 §4.3).
     "Agent.approve": (
         "(self, approval_id: 'str', *, session_id: 'str', user_id: 'str | None' = None) "
         "-> 'RunResult'"

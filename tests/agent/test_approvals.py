@@ -1,4 +1,4 @@
-"""Human approval of tool calls (issue 3 §5, seed 004 §4.3): ask, then yes / no / correction,
+"""Human approval of tool calls (seed 004 §4.3): ask, then yes / no / correction,
 by message or by API, surviving restarts and expiring."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The same agent loop driving an OpenAI-compatible server (issue 2), through the real client.
+"""The same agent loop driving an OpenAI-compatible server, through the real client.
 
 Every test runs ``hermes.Agent`` with an ``OpenAICompatModel`` against ``FakeChatServer`` on
 127.0.0.1 and checks both sides: what the agent returns and stores, and the exact request

@@ -1,5 +1,5 @@
 """MCP servers inside an Agent: tools join the registry per turn, never shadow local ones,
-never block a turn, and go away with the server (issue 4 §2-§3)."""
+never block a turn, and go away with the server (seed 001 §4.1–4.3)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Memory wired into the agent (issue 5): recall, working memory, arguments from memory,
-extraction, the memory tools, reuse across restarts, failures and the factory.
+"""Memory wired into the agent (seed 001 §5, §6.1–6.2): recall, working memory, arguments from
+memory, extraction, the memory tools, reuse across restarts, failures and the factory.
 
 Real SQLite files in tmp_path; FunctionModel scripts; keyword-only recall (no embedder)."""
 

@@ -1,4 +1,4 @@
-"""L3: content-addressed compressed blobs on local disk (issue 5 §3, §5)."""
+"""L3: content-addressed compressed blobs on local disk (seed 000 §2.4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""L1: an in-process cache with namespaces, TTL and LRU eviction (issue 5 §1)."""
+"""L1: an in-process cache with namespaces, TTL and LRU eviction (seed 000 §2.4)."""
 
 from __future__ import annotations
 

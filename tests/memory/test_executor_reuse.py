@@ -1,5 +1,5 @@
-"""The executor with the memory tiers (issue 5 §2–3): every executed call recorded in L2 + L3,
-``cache_ttl`` calls answered L1 → L2 + L3 per user and across restarts, recording in the
+"""The executor with the memory tiers (seed 000 §2.4, §3.5): every executed call recorded in
+L2 + L3, ``cache_ttl`` calls answered L1 → L2 + L3 per user and across restarts, recording in the
 background when asked, and the plain path untouched without a ToolMemory."""
 
 from __future__ import annotations

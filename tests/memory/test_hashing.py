@@ -1,4 +1,4 @@
-"""Canonical JSON and content hashes: one value, one text, one hash (issue 5 §2)."""
+"""Canonical JSON and content hashes: one value, one text, one hash (seed 000 §4.4)."""
 
 from __future__ import annotations
 

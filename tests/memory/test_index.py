@@ -1,4 +1,4 @@
-"""L2: the SQLite index of tool calls (issue 5 §2, seed 000 §3.5)."""
+"""L2: the SQLite index of tool calls (seed 000 §3.5)."""
 
 from __future__ import annotations
 

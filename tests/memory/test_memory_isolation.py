@@ -1,5 +1,5 @@
-"""Review fixes of issue 5: no duplicate memories under concurrency (B3), forgetting a user
-forgets everything (B4), per-user keyword statistics (B5), text that is not Unicode refused
+"""Review fixes of the memory package: no duplicate memories under concurrency (B3), forgetting
+a user forgets everything (B4), per-user keyword statistics (B5), text that is not Unicode refused
 (SF4), anonymous results never shared across sessions (SF6), reuse keyed by the tool's
 identity (SF8)."""
 

@@ -1,4 +1,4 @@
-"""Memory must not be a way in for untrusted text (review of issue 5's wiring).
+"""Memory must not be a way in for untrusted text (a review of memory's wiring).
 
 - B1: arguments are never filled from what a tool *returned* (a fetched page's address).
 - B2: ``remember`` saves only what the user's own message asked for; sensitivity is detected

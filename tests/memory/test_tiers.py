@@ -1,5 +1,5 @@
 """The tiers together: every call recorded, ``cache_ttl`` results reused L1 → L2 + L3, never
-across users, surviving a restart (issue 5 §1–3, §5)."""
+across users, surviving a restart (seed 000 §2.4, §3.5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The upkeep job (issue 5 §8): merge near-duplicates, resolve conflicts keeping history, demote
+"""The upkeep job (seed 001 §5.4): merge near-duplicates, resolve conflicts keeping history, demote
 then delete unused memories — per user, bounded, idempotent, and a dry run that changes nothing.
 
 Real SQLite files in ``tmp_path``; keyword-only stores (``embedder=None``) except the one test

@@ -61,7 +61,7 @@ class Agent:
     is omitted the built-ins ``calculator`` and ``current_time`` are offered. ``store`` is a
     ``Store`` or a SQLite file path (default ``./.hermes/hermes.db``).
 
-    ``memory`` (issue 5; off by default, so a plain agent pays nothing for it): a
+    ``memory`` (seed 001 §5; off by default, so a plain agent pays nothing for it): a
     :class:`hermes.memory.facade.Memory` — working memory, recall of the user's long-term
     memories, arguments from memory, learning after each turn, tool-call records and
     ``cache_ttl`` reuse across restarts, and the ``remember``/``recall_memories``/
@@ -110,7 +110,7 @@ class Agent:
         self.store: Store = open_store(store)
         #: A store the caller built is the caller's to close; one opened from a path is ours.
         self._owns_store = not isinstance(store, Store)
-        #: The agent's memory (issue 5), or None; owned as the store is (see ``aclose``).
+        #: The agent's memory, or None; owned as the store is (see ``aclose``).
         self.memory, self._owns_memory = _open_memory(memory, self.tools)
         self.max_message_chars = max_message_chars
         if summarizer is None:
@@ -265,7 +265,7 @@ class Agent:
                     approval_id=approval_id,
                 )
 
-    # -- approvals (issue 3 §5, seed 004 §4.3) --------------------------------------------------
+    # -- approvals (seed 004 §4.3) ---------------------------------------------------------------
     async def approve(
         self, approval_id: str, *, session_id: str, user_id: str | None = None
     ) -> RunResult:

@@ -1,4 +1,4 @@
-"""Human approval of tool calls (issue 3 §5; seed 004 §4.3; seed 000 §2.1).
+"""Human approval of tool calls (seed 004 §4.3; seed 000 §2.1).
 
 A call to a ``requires_approval`` tool is not run: the turn stores it with an
 ``approval_pending`` result, keeps a :class:`PendingApproval` with the session state (it

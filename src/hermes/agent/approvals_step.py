@@ -1,5 +1,5 @@
 """The approval parts of a turn: find the session's pending approval, and split one model
-response's calls into those that run now and those a person must approve first (issue 3 §5)."""
+response's calls into those that run now and those a person must approve first (seed 004 §4.3)."""
 
 from __future__ import annotations
 

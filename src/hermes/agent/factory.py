@@ -86,7 +86,7 @@ def build_agent(
             memory.close_sync()
         raise
     agent.startup_warnings = warnings
-    # File tools must never rewrite what configures or extends Hermes (issue 3 review).
+    # File tools must never rewrite what configures or extends Hermes.
     protected = [loaded.source, _plugins_path(loaded)]
     agent.tool_extras["protected_paths"] = [str(p) for p in protected if p is not None]
     if loaded.config.agent.timezone is not None:  # the clock's zone when a message names none
@@ -210,7 +210,7 @@ def _plugins_path(loaded: LoadedConfig) -> Path | None:
 
 
 def _plugins(loaded: LoadedConfig) -> tuple[list[Tool], list[str]]:
-    """The tools of the plugin directory; a broken file is reported and skipped (issue 3 §6)."""
+    """The tools of the plugin directory; a broken file is reported and skipped (seed 000 §3.3)."""
     directory = loaded.config.tools.plugins_dir
     if directory is None:
         return [], []

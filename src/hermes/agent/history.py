@@ -1,4 +1,5 @@
-"""Import an existing chat-format conversation into a session (issue 2 §10).
+"""Import an existing chat-format conversation into a session (``agent.import_history``;
+DESIGN.md, "Public contracts").
 
 The messages are converted to items and written in one bulk transaction; history older than
 the context window is folded into one summary at import time, so the first turn after an

@@ -1,4 +1,5 @@
-"""Memory in a turn (issue 5 §4–§7): working memory, recall, arguments from memory, learning.
+"""Memory in a turn (seed 002 §2.2; seed 001 §5.2–5.3, §6.1–6.2): working memory, recall,
+arguments from memory, learning.
 
 Only agents with a :class:`~hermes.memory.facade.Memory` come here (the turn imports this
 module on first use, so a plain agent never loads the memory package). In the order of a turn:

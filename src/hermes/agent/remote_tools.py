@@ -1,4 +1,4 @@
-"""MCP servers' tools in an Agent's registry (issue 4 §3).
+"""MCP servers' tools in an Agent's registry (seed 001 §4.1: the MCP adapter layer).
 
 The agent's :class:`~hermes.tools.registry.ToolRegistry` holds its local tools (built-ins,
 ``@tool`` functions, plugins) and, beside them, the tools of the MCP servers that are ready.

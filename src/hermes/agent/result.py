@@ -20,7 +20,7 @@ class ToolCallRecord:
     call_id: str = ""
     error_type: str | None = None
     duration_ms: float = 0.0
-    #: The arguments memory filled in (issue 5 §7), one ``{"name", "value", "source",
+    #: The arguments memory filled in (seed 001 §6.1–6.2), one ``{"name", "value", "source",
     #: "origin", "memory_id"}`` each; None when the call is exactly as the model made it.
     #: Not part of ``RunResult.to_json_dict`` (the public JSON contract is unchanged).
     filled_from_memory: list[dict[str, Any]] | None = None

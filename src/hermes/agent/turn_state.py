@@ -60,14 +60,14 @@ class Runtime:
     settings: TurnSettings
     #: Tokens the offered tool schemas take in every request (subtracted from the budget).
     tools_tokens: int = 0
-    #: Users → roles → scopes; None or disabled: every tool is open (issue 3 §4).
+    #: Users → roles → scopes; None or disabled: every tool is open (seed 003 §2.2).
     authorizer: Authorizer | None = None
     #: Picks the relevant toolsets when more than ``toolset_limit`` tools would be offered.
     toolsets: ToolsetIndex | None = None
     toolset_limit: int = 20
     #: What every tool call gets in ``ToolContext.extras`` (http_allow, idempotency_path, …).
     extras: dict[str, Any] = field(default_factory=dict)
-    #: Working memory, recall, arguments from memory, learning (issue 5); None: all off.
+    #: Working memory, recall, arguments from memory, learning (seed 001 §5); None: all off.
     memory: Memory | None = None
 
     def refresh_tools(self) -> None:
@@ -78,8 +78,8 @@ class Runtime:
         self.toolsets = ToolsetIndex(list(self.tools)) if over else None
 
     def offer(self, user_id: str | None, message: str) -> list[ToolSpec]:
-        """The tools offered to the model for this message and user (seed 001 §6.3; issue 3
-        §4: tools the user may not use are not offered at all)."""
+        """The tools offered to the model for this message and user (seed 001 §6.3; seed 004
+        §4.1: tools the user may not use are not offered at all)."""
         authorizer = (
             self.authorizer if self.authorizer is not None and self.authorizer.enabled else None
         )

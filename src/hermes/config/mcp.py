@@ -1,4 +1,4 @@
-"""Configuration of MCP servers (issue 4 §1): the ``mcp_servers:`` section of ``hermes.yaml``.
+"""Configuration of MCP servers (seed 001 §4): the ``mcp_servers:`` section of ``hermes.yaml``.
 
 Two shapes are accepted, so a user can paste a config from another MCP client unchanged::
 
@@ -116,7 +116,8 @@ class ServerConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _default_transport(cls, data: Any) -> Any:
-        # A URL without an explicit transport speaks streamable HTTP (issue 4 §1).
+        # A URL without an explicit transport speaks streamable HTTP (seed 001 §4.3: new
+        # deployments speak HTTP).
         if isinstance(data, dict) and "transport" not in data and data.get("url") is not None:
             return {**data, "transport": "streamable_http"}
         return data

@@ -276,7 +276,8 @@ def _inheritance_cycle(roles: dict[str, RoleConfig]) -> list[str]:
 
 
 class McpServeConfig(_Section):
-    """``hermes mcp serve``: Hermes's own tools offered to other MCP clients (issue 4 §6)."""
+    """``hermes mcp serve``: Hermes's own tools offered to other MCP clients (seed 001 §4.1;
+    DESIGN.md, "Public contracts")."""
 
     transport: Literal["stdio", "http"] = "stdio"
     #: The HTTP transport's address; anything but loopback needs ``token``.
@@ -300,7 +301,8 @@ class McpServeConfig(_Section):
 
 
 class MemoryConfig(_Section):
-    """Memory (issue 5): the tool-call index and archive, working memory, long-term memories.
+    """Memory (seed 000 §2.4, seed 001 §5): the tool-call index and archive, working memory,
+    long-term memories.
 
     Files live beside the session database (``memory.db`` and ``archive/`` in the store's
     directory) unless ``dir`` says otherwise; an in-memory store keeps memory in memory.

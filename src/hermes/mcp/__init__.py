@@ -1,4 +1,5 @@
-"""MCP (Model Context Protocol) for Hermes, on the official ``mcp`` SDK (issue 4).
+"""MCP (Model Context Protocol) for Hermes, on the official ``mcp`` SDK (seed 001 §4; seed 000
+§2.3, §5.1).
 
 Client side: :func:`parse_mcp_servers` reads the configuration, :class:`McpManager` connects the
 servers concurrently, keeps them connected (backoff, circuit breaker, tool-list changes) and

@@ -1,4 +1,4 @@
-"""Remote MCP tools as Hermes tools (issue 4 §2).
+"""Remote MCP tools as Hermes tools (seed 001 §4.2–4.3).
 
 A remote tool becomes a :class:`~hermes.tools.base.Tool` named ``<prefix>__<tool>`` whose
 ``parameters`` are the remote ``inputSchema``, so the executor validates and coerces arguments

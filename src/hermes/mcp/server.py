@@ -1,4 +1,4 @@
-"""Hermes tools served over MCP (issue 4 §6), on the official SDK's low-level ``Server``.
+"""Hermes tools served over MCP (seed 001 §4.1), on the official SDK's low-level ``Server``.
 
 :class:`HermesMcpServer` answers ``tools/list`` and ``tools/call`` from a
 :class:`~hermes.tools.registry.ToolRegistry`; :meth:`~HermesMcpServer.serve_stdio` and

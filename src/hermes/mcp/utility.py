@@ -1,4 +1,4 @@
-"""A server's resources and prompts as utility tools (issue 4 §4).
+"""A server's resources and prompts as utility tools (seed 001 §4.3).
 
 When a server's capabilities include ``resources`` it gets two more tools, when they include
 ``prompts`` two others, named like its own tools (:func:`~hermes.mcp.adapter.tool_name`):

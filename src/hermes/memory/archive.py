@@ -1,4 +1,4 @@
-"""L3: content-addressed, compressed blobs (issue 5 §3, seed 000 §2.4).
+"""L3: content-addressed, compressed blobs (seed 000 §2.4).
 
 A blob is the canonical JSON bytes of a tool output (``hermes.memory.hashing``), stored under
 its sha256 — the ``output_hash`` of the L2 index — so identical outputs are stored once and a

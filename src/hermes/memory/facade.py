@@ -1,4 +1,4 @@
-"""The memory of one agent as one object (issue 5): what the turn loop and the memory tools use.
+"""The memory of one agent as one object (seed 001 §5): what the turn loop and the memory tools use.
 
 ::
 
@@ -19,7 +19,7 @@ errors are logged, never raised. :meth:`Memory.drain` waits for them (tests, shu
 :meth:`Memory.aclose` drains with a bound, cancels what is left, then closes the stores. Work
 still pending when the process dies is lost (see ``hermes.tools.executor`` for the window).
 
-**Habits** (``habits=True``; issue 5 §5 (c), off by default): one
+**Habits** (``habits=True``; seed 001 §5.2 "隐式积累", off by default): one
 :class:`~hermes.memory.habits.HabitCounter` per user, kept as JSON in a ``memory_habits``
 table of the same ``memory.db`` (a user's habits span sessions, so not the session scratch),
 created on first use.
@@ -349,9 +349,10 @@ class Memory:
         return await self.store.find_exact(user_id, content)
 
     async def forget_user(self, user_id: str) -> dict[str, int]:
-        """Forget everything about ``user_id`` (issue 5 §9): every long-term memory, every
-        tool-call record with the L3 blobs no other record uses, their L1 entries and their
-        habit counts. Returns how many of each were deleted."""
+        """Forget everything about ``user_id`` (a user erased everywhere, DESIGN.md, "Public
+        contracts"): every long-term memory, every tool-call record with the L3 blobs no other
+        record uses, their L1 entries and their habit counts. Returns how many of each were
+        deleted."""
         validate_user_id(user_id)
         memories = blobs = habits = 0
         async with self._write_lock(user_id):
@@ -377,7 +378,7 @@ class Memory:
     async def _supersede(
         store: MemoryStore, record: MemoryRecord, hint: str, new_ids: set[str]
     ) -> None:
-        """ "My city is now B" over "my city is A" (issue 5 §8). Only the unambiguous case is
+        """ "My city is now B" over "my city is A" (seed 001 §5.4). Only the unambiguous case is
         settled here: exactly one older active memory of the same kind that has the same topic,
         or whose text contains the old value the user named ("I no longer like coffee" →
         "The user likes coffee."), is marked superseded by ``record`` (kept as history). A

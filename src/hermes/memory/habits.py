@@ -1,4 +1,4 @@
-"""Implicit habits (issue 5 §5 (c), seed 001 §5.2 "隐式积累"): behaviours counted per user.
+"""Implicit habits (seed 001 §5.2 "隐式积累"): behaviours counted per user.
 
 Each time a user does something countable — calls a tool, or calls it with the same argument
 value (``get_weather`` with ``city=上海``) — the agent tells a :class:`HabitCounter`. When a

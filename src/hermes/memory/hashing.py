@@ -1,4 +1,4 @@
-"""Canonical JSON and the hashes the memory tiers key on (issue 5 §2, seed 000 §3.5, §4.4).
+"""Canonical JSON and the hashes the memory tiers key on (seed 000 §3.5, §4.4).
 
 One value, one text: keys sorted, separators ``(",", ":")``, non-ASCII kept as is
 (``ensure_ascii=False``), encoded as UTF-8. So ``{"a": 1, "b": 2}`` and ``{"b": 2, "a": 1}``

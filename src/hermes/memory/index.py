@@ -1,4 +1,4 @@
-"""L2: the index of tool calls (issue 5 §2, seed 000 §2.4 and §3.5).
+"""L2: the index of tool calls (seed 000 §2.4 and §3.5).
 
 Every tool call becomes one row ``{session_id, user_id, tool_name, input_hash, output_hash,
 timestamp, metadata}`` in a SQLite file (WAL) owned by :class:`~hermes.sqlite_support.

@@ -1,5 +1,5 @@
 """Keyword search terms for long-term memories: one tokenizer for Chinese and English, and FTS5
-queries built from its tokens (issue 5 §6).
+queries built from its tokens (seed 003 §2.4; FTS5 with bigrams, DESIGN.md, "Dependencies").
 
 Why tokens are made here and not by an FTS5 tokenizer: SQLite's ``unicode61`` keeps a whole run
 of Chinese characters as one token (``我喜欢喝咖啡`` is one word, so a search for ``咖啡`` finds

@@ -1,4 +1,4 @@
-"""A Chinese↔English word list for keyword recall across languages (issue 5 §6).
+"""A Chinese↔English word list for keyword recall across languages (seed 001 §5.3).
 
 A keyword index cannot match "我对什么过敏？" to the memory "Is allergic to peanuts.": no token is
 shared. Vectors bridge the languages when ``hermes[semantic]`` is installed; without them, a

@@ -1,11 +1,12 @@
-"""Long-term memories on SQLite (issue 5 §5, §6, §9): records, keyword + vector search, privacy.
+"""Long-term memories on SQLite (seed 001 §5, seed 003 §2.4, §4.4): records, keyword + vector
+search, privacy.
 
 One :class:`MemoryStore` owns one SQLite file through :class:`hermes.sqlite_support.SQLiteWorker`
 (calls that cannot block run on the caller's thread, the rest on its worker thread). The file may
 be the sessions' ``hermes.db``: the schema version lives in the ``memory_schema`` table, not in
 ``PRAGMA user_version`` (which the session store owns).
 
-Isolation (issue 5 §9): every method that reads memories takes ``user_id`` and every SQL
+Isolation (seed 003 §4.4): every method that reads memories takes ``user_id`` and every SQL
 statement that returns memory rows has ``user_id = ?`` in its WHERE clause — the FTS5 index
 narrows a search by an owner token as well, but the SQL filter is what guarantees that one user's
 memories are never returned for another. An id of another user's memory is "not found".
@@ -335,7 +336,7 @@ class MemoryStore(SQLiteWorker):
         reason: SupersededReason = "conflict",
         now: float | None = None,
     ) -> MemoryRecord:
-        """Mark ``old_id`` as replaced by ``new_id`` (issue 5 §8: "I now prefer B" over "I
+        """Mark ``old_id`` as replaced by ``new_id`` (seed 001 §5.4: "I now prefer B" over "I
         prefer A"). The old memory is kept as expired history and is no longer recalled;
         ``reason`` is kept with it.
 
@@ -420,7 +421,7 @@ class MemoryStore(SQLiteWorker):
     async def export(
         self, user_id: str, *, reveal_personal: bool = False
     ) -> builtins.list[dict[str, Any]]:
-        """Every memory of ``user_id`` as JSON-safe dicts, oldest first (issue 5 §9).
+        """Every memory of ``user_id`` as JSON-safe dicts, oldest first (the user's export).
 
         A sensitive memory's personal data (phone numbers, addresses, e-mail addresses, order
         and account ids) is masked — ``138*****678`` — and the entry says ``"masked": true``

@@ -67,7 +67,7 @@ _SCHEMA_V1: Final = (
     # so a matrix built before another process's write is never used.
     "CREATE TABLE memory_users (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID",
 )
-# Upkeep (issue 5 §8): the tier, what the user asked to keep, why a memory is history, and the
+# Upkeep (seed 001 §5.4): the tier, what the user asked to keep, why a memory is history, and the
 # upkeep job's per-row bookkeeping (the statement's subject, when it was last examined).
 _SCHEMA_V2: Final = (
     "ALTER TABLE memories ADD COLUMN tier TEXT NOT NULL DEFAULT 'semantic'",
@@ -79,10 +79,11 @@ _SCHEMA_V2: Final = (
     "UPDATE memories SET tier = 'episodic' WHERE kind = 'event'",
     "CREATE INDEX memories_by_subject ON memories (user_id, subject) WHERE subject IS NOT NULL",
 )
-# Per-user keyword statistics (issue 5 §9): bm25's N, average lengths and document counts are
-# each user's own, so one user's memories never change another user's recall or scores; kept
-# in the transactions that change the index (counting per search would cost milliseconds at
-# 100,000 memories). The exact-content index makes the duplicate check of every write cheap.
+# Per-user keyword statistics (isolation, seed 003 §4.4): bm25's N, average lengths and
+# document counts are each user's own, so one user's memories never change another user's
+# recall or scores; kept in the transactions that change the index (counting per search would
+# cost milliseconds at 100,000 memories). The exact-content index makes the duplicate check of
+# every write cheap.
 _SCHEMA_V3: Final = (
     "CREATE TABLE memory_user_stats (user_id TEXT PRIMARY KEY, rows INTEGER NOT NULL, "
     "terms INTEGER NOT NULL, chars INTEGER NOT NULL) WITHOUT ROWID",

@@ -1,4 +1,4 @@
-"""Filling missing tool arguments from memory (issue 5 §7, seed 001 §6.1–6.2).
+"""Filling missing tool arguments from memory (seed 001 §6.1–6.2).
 
 A tool call whose *required* argument is missing can often be completed from what the session
 or the user's memories already hold: "再查一下那个订单" after a ``query_order(order_id=…)``,

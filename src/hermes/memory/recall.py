@@ -1,4 +1,4 @@
-"""Recall of long-term memories for one message (issue 5 §6, seed 001 §5.3, seed 003 §2.4).
+"""Recall of long-term memories for one message (seed 001 §5.3, seed 003 §2.4).
 
 Three steps, each cheap to reason about:
 
@@ -21,7 +21,7 @@ Three steps, each cheap to reason about:
    returned memories get ``last_recalled_at``/``recall_count`` updated (the upkeep job demotes
    memories that are never recalled).
 
-Sensitive memories (issue 5 §9): shown only to their owner — the search is scoped to the asking
+Sensitive memories (seed 003 §4.4): shown only to their owner — the search is scoped to the asking
 user, and each hit's owner is checked again here — and only when the message mentions the
 memory's ``topic`` or one of its ``tags`` (a shared search term). A sensitive memory without a
 topic needs a strong keyword match (``sensitive_keyword_score``); vector similarity alone never

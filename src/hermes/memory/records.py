@@ -1,4 +1,4 @@
-"""Long-term memory records (issue 5 §5, seed 001 §5.1–5.2): what a memory is, what a caller
+"""Long-term memory records (seed 001 §5.1–5.2): what a memory is, what a caller
 may write, and the validation that refuses bad input with one clear sentence."""
 
 from __future__ import annotations

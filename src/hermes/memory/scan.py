@@ -1,5 +1,5 @@
-"""Finding the key facts of a text (issue 5 §4): dates (Chinese and English, relative ones
-pinned to ISO with a given ``now``), ids, files, URLs, e-mails and names.
+"""Finding the key facts of a text (working memory, seed 002 §2.2): dates (Chinese and
+English, relative ones pinned to ISO with a given ``now``), ids, files, URLs, e-mails and names.
 
 Split from :mod:`hermes.memory.working`, which keeps what it finds; everything here is a pure
 function of the text (and ``now``) with bounded regex work.

@@ -1,5 +1,5 @@
 """The three memory tiers as one object: record tool calls, reuse ``cache_ttl`` results
-(issue 5 §1–3, seed 000 §2.4 and §3.5).
+(seed 000 §2.4 and §3.5).
 
 ::
 
@@ -506,7 +506,8 @@ class ToolMemory:
 
     async def forget_user(self, user_id: str) -> int:
         """Delete a user's tool-call records, their L1 entries and the L3 blobs no other
-        record uses (issue 5 §9). Returns how many blobs were deleted.
+        record uses (a user erased everywhere, DESIGN.md, "Public contracts"). Returns how many
+        blobs were deleted.
 
         A blob deleted while another user's identical output is being recorded is only a miss
         later (the next call rewrites it), never wrong data.

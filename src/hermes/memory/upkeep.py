@@ -1,4 +1,4 @@
-"""The upkeep job of long-term memories (issue 5 §8, seed 001 §5.4 "清洁工很重要").
+"""The upkeep job of long-term memories (seed 001 §5.4 "清洁工很重要").
 
 :func:`run_upkeep` does three things, per user (no step ever compares, moves or counts one
 user's memories with another's: every statement it runs is scoped by ``user_id``):

@@ -1,4 +1,4 @@
-"""Working memory (seed 002 §2.2, issue 5 §4): the current task's key facts, kept per session.
+"""Working memory (seed 002 §2.2): the current task's key facts, kept per session.
 
 A user who asks on Monday "帮我统计一下上周的退款率" and on Friday says "再跑一下这个数据" is
 long out of the context window by then. :class:`WorkingMemory` keeps what such a follow-up

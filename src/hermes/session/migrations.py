@@ -69,7 +69,7 @@ _V2: Migration = (
     "CREATE INDEX sessions_by_user ON sessions (user_id)",
 )
 
-# v3: the pending approval of a session (issue 3 §5, seed 004 §4.3): the tool call(s) waiting
+# v3: the pending approval of a session (seed 004 §4.3): the tool call(s) waiting
 # for a person's yes or no, as JSON, NULL when nothing waits. Its own column rather than a key
 # of ``scratch``, so an operator can find waiting sessions with one query.
 _V3: Migration = ("ALTER TABLE sessions ADD COLUMN approval TEXT",)

@@ -1,7 +1,7 @@
 """The audit log of permission decisions: one JSON line per decision (seed 003 §2.2).
 
-Seed 003 §2.2 asks that a refused call be "recorded in an rbac_denied audit log"; issue 3 asks
-for who, what tool, when and the decision. :class:`AuditLog` appends one JSON object per line::
+Seed 003 §2.2 asks that a refused call be "recorded in an rbac_denied audit log"; each record says
+who, what tool, when and the decision. :class:`AuditLog` appends one JSON object per line::
 
     {"time": "2025-01-11T15:59:00.123456Z", "user": "alice", "tool": "get_salary",
      "decision": "deny", "required": ["hr:salary:read"], "missing": ["hr:salary:read"],

@@ -160,8 +160,8 @@ class Authorizer:
         return not self._grant(user_id).missing(required)
 
     def filter_tools(self, user_id: str | None, tools: Iterable[Any]) -> list[Any]:
-        """The tools ``user_id`` may be offered, in the given order (issue 3: "tools the user
-        may not use are not offered to the model at all"). Writes no audit record."""
+        """The tools ``user_id`` may be offered, in the given order (seed 004 §4.1: tools the user
+        may not use are not offered to the model at all). Writes no audit record."""
         if not self.enabled:
             return list(tools)
         grant = self._grant(user_id)

@@ -1,4 +1,4 @@
-"""Plugin tools: every ``*.py`` file of a directory, loaded at start-up (issue 3 item 6).
+"""Plugin tools: every ``*.py`` file of a directory, loaded at start-up (seed 000 §3.3).
 
 A plugin file offers tools in either (or both) of two ways:
 

@@ -1,4 +1,4 @@
-"""Running a tool in a separate, limited process (issue 3 §3; seed 000 §4.5).
+"""Running a tool in a separate, limited process (seed 003 §2.2, second layer; seed 000 §4.5).
 
 A tool marked ``sandbox="process"`` runs through :func:`run_sandboxed`: in a fresh Python
 process with CPU-time, memory, file-size, open-file and process-count rlimits, a wall-clock

@@ -1,5 +1,5 @@
 """File tools confined to the workspace: ``read_file``, ``write_file``, ``list_files``,
-``search_files`` (DESIGN "Built-ins and their arguments"; issue 3 item 8).
+``search_files`` (built-ins and their arguments in DESIGN.md, "Public contracts").
 
 Every path a model gives is resolved against ``ToolContext.workspace`` and must stay inside it:
 absolute paths elsewhere, ``..`` escapes and symbolic links that lead out are refused. A path

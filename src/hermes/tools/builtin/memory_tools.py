@@ -1,4 +1,5 @@
-"""Long-term memory tools: ``remember``, ``recall_memories``, ``forget_memory`` (issue 5 §5 (b)).
+"""Long-term memory tools: ``remember``, ``recall_memories``, ``forget_memory`` (memories
+written on request, beside the extraction of seed 001 §5.2).
 
 They work on the agent's :class:`hermes.memory.facade.Memory`, found in
 ``ToolContext.extras["memory"]`` (:data:`MEMORY_KEY`), and always for ``ctx.user_id`` only —

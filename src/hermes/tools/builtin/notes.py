@@ -1,5 +1,5 @@
 """Per-user notes and to-dos: ``note_add``, ``note_list``, ``todo_add``, ``todo_list``,
-``todo_done`` (issue 3 item 8).
+``todo_done``.
 
 Stored in SQLite at ``<workspace>/.hermes/notes.db`` (WAL), created on first use. Every row
 carries the ``user_id`` of the call (``ToolContext.user_id``) and every query filters on it:

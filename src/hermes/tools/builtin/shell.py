@@ -1,9 +1,9 @@
-"""The ``shell`` built-in: run one command with ``/bin/sh -c`` in the workspace (issue 3 §8).
+"""The ``shell`` built-in: run one command with ``/bin/sh -c`` in the workspace.
 
 Three layers stand between a model and the machine, outermost first:
 
 1. a person approves every call (``requires_approval=True``; the agent asks before running,
-   issue 3 §5, seed 004 §4.3);
+   seed 004 §4.3);
 2. the deny-list of :mod:`hermes.tools.builtin.shell_policy`, which no setting lifts, is
    checked before anyone is asked (the agent calls this module's precheck) and again here,
    before any process starts;

@@ -1,5 +1,5 @@
 """``http_request(url, method="GET", headers=None, body=None)``: one HTTP request for the model,
-with server-side request forgery (SSRF) closed off (issue 3 item 8).
+with server-side request forgery (SSRF) closed off (least privilege, seed 004 §4.1).
 
 Before any connection the host is resolved (every A/AAAA record) and refused if any address
 is loopback, private (RFC 1918, ULA), link-local, multicast, unspecified, carrier-grade NAT,
