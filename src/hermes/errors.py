@@ -164,13 +164,6 @@ class ToolArgumentError(ToolError):
         super().__init__(f"{prefix}: " + "; ".join(str(p) for p in problems))
 
 
-class ToolNotFoundError(ToolError):
-    """The model asked for a tool that is not registered (a hallucinated name)."""
-
-    code = "unknown_tool"
-    status = 404
-
-
 class ToolTimeoutError(ToolError):
     """The tool did not finish within its timeout."""
 
