@@ -2,7 +2,9 @@
 
 Inside the runtime, failures are typed exceptions carrying structured fields. At the edges they
 become data: a ``ToolResult(ok=False, error=...)`` for the model, a JSON error for an API client,
-one clear sentence for a person. ``code`` is the stable machine-readable name of each failure.
+one clear sentence for a person. ``code`` is the stable machine-readable name of each failure:
+one of :data:`ErrorCode` for every error class Hermes defines, any string for a tool's own
+:class:`ToolError` subclass (docs/tools.md).
 """
 
 from __future__ import annotations
@@ -10,10 +12,49 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+#: The ``code`` of every error class Hermes itself defines (here and in its packages). A tool's
+#: own :class:`ToolError` subclass may use any string as its code: ``HermesError.code``,
+#: ``ToolError.code`` and the codes of the ToolError classes a tool raises or subclasses
+#: (``ToolArgumentError``, ``ToolTimeoutError``, ``ToolExecutionError``) are ``str``; every
+#: other class of Hermes's narrows it to this type.
+ErrorCode = Literal[
+    "hermes_error",
+    "config_error",
+    "invalid_id",
+    "invalid_input",
+    "session_not_found",
+    "session_busy",
+    "session_forbidden",
+    "store_error",
+    "model_error",
+    "tool_error",
+    "invalid_arguments",
+    "timeout",
+    "execution_error",
+    "permission_denied",
+    "invalid_transition",  # hermes.session.fsm
+    "sandbox_error",  # hermes.tools.sandbox, hermes.tools.executor
+    "sandbox_timeout",
+    "sandbox_memory",
+    "sandbox_crash",
+    "sandbox_output",
+    "mcp_serve_error",  # hermes.mcp
+    "mcp_connection_error",
+    "memory_not_found",  # hermes.memory
+    "not_json_safe",
+    "invalid_record",
+    "archive_error",
+    "archive_corrupt",
+    "archive_too_large",
+    "invalid_digest",
+]
+
 
 class HermesError(Exception):
     """Base of every error Hermes raises on purpose."""
 
+    #: ``str`` here so that a tool's :class:`ToolError` may carry its own code; every class of
+    #: Hermes's narrows it to :data:`ErrorCode`.
     code: str = "hermes_error"
     #: HTTP-style status an edge (CLI, HTTP API) reports for this failure.
     status: int = 500
@@ -31,7 +72,7 @@ class HermesError(Exception):
 class ConfigError(HermesError):
     """A configuration file or value is wrong; names the key and the file."""
 
-    code = "config_error"
+    code: ErrorCode = "config_error"
     status = 400
 
     def __init__(self, message: str, *, key: str | None = None, file: str | None = None) -> None:
@@ -48,28 +89,28 @@ class ConfigError(HermesError):
 class InvalidIdError(HermesError):
     """A session or user id is empty, too short, too long or has characters outside the charset."""
 
-    code = "invalid_id"
+    code: ErrorCode = "invalid_id"
     status = 400
 
 
 class InvalidInputError(HermesError):
     """A user message cannot be accepted (empty, too large, not text)."""
 
-    code = "invalid_input"
+    code: ErrorCode = "invalid_input"
     status = 400
 
 
 class SessionNotFoundError(InvalidInputError):
     """A session id that no stored session has."""
 
-    code = "session_not_found"
+    code: ErrorCode = "session_not_found"
     status = 404
 
 
 class SessionBusyError(HermesError):
     """Another turn of the same session is running and the caller asked not to wait."""
 
-    code = "session_busy"
+    code: ErrorCode = "session_busy"
     status = 409
 
 
@@ -81,7 +122,7 @@ class ClaimLostError(SessionBusyError):
 class StoreError(HermesError):
     """The store could not read or write (disk full, locked past the busy timeout, corrupt file)."""
 
-    code = "store_error"
+    code: ErrorCode = "store_error"
     status = 503
 
 
@@ -107,7 +148,7 @@ class ModelError(HermesError):
     (no credentials); ``retry_after`` the seconds a rate-limiting server asked for.
     """
 
-    code = "model_error"
+    code: ErrorCode = "model_error"
     status = 502
 
     def __init__(
@@ -137,7 +178,8 @@ class ModelError(HermesError):
 class ToolError(HermesError):
     """Base of failures of one tool call; ``code`` becomes ``ToolResult.error.type``."""
 
-    code = "tool_error"
+    #: A tool's own subclass may set any string (docs/tools.md): ``str``, not :data:`ErrorCode`.
+    code: str = "tool_error"
     status = 400
 
 
@@ -155,7 +197,7 @@ class FieldProblem:
 class ToolArgumentError(ToolError):
     """Arguments do not match the tool's JSON Schema; the message names every offending field."""
 
-    code = "invalid_arguments"
+    code: str = "invalid_arguments"  # a tool's subclass may set its own (see ToolError)
 
     def __init__(self, problems: list[FieldProblem], *, tool: str | None = None) -> None:
         self.problems = problems
@@ -164,31 +206,24 @@ class ToolArgumentError(ToolError):
         super().__init__(f"{prefix}: " + "; ".join(str(p) for p in problems))
 
 
-class ToolNotFoundError(ToolError):
-    """The model asked for a tool that is not registered (a hallucinated name)."""
-
-    code = "unknown_tool"
-    status = 404
-
-
 class ToolTimeoutError(ToolError):
     """The tool did not finish within its timeout."""
 
-    code = "timeout"
+    code: str = "timeout"  # a tool's subclass may set its own (see ToolError)
     status = 504
 
 
 class ToolExecutionError(ToolError):
     """The tool raised; the message is the exception's type and text."""
 
-    code = "execution_error"
+    code: str = "execution_error"  # a tool's subclass may set its own (see ToolError)
     status = 500
 
 
 class SessionAccessError(HermesError):
     """A session exists but belongs to another user."""
 
-    code = "session_forbidden"
+    code: ErrorCode = "session_forbidden"
     status = 403
 
 
@@ -198,7 +233,7 @@ class PermissionDeniedError(ToolError):
     The message names the tool and only the missing scopes, never the user's whole scope list.
     """
 
-    code = "permission_denied"
+    code: ErrorCode = "permission_denied"
     status = 403
 
     def __init__(

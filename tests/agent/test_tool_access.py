@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 from hermes import Agent, tool
+from hermes.agent.factory import build_authorizer
 from hermes.config import load_config
 from hermes.config.schema import RbacConfig
 from hermes.models.base import ModelRequest, ModelResponse
@@ -30,7 +31,7 @@ def _authorizer(tmp_path: Path) -> Authorizer:
             "users": {"alice": {"roles": ["lead"]}, "bob": {"roles": ["agent"]}},
         }
     )
-    return Authorizer.from_config(rbac, audit=AuditLog(tmp_path / "audit.log"))
+    return build_authorizer(rbac, audit=AuditLog(tmp_path / "audit.log"))
 
 
 async def test_a_tool_the_user_may_not_use_is_neither_offered_nor_run(

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from hermes.config import HermesConfig
-from hermes.config.schema import RbacConfig
+from hermes.config.schema import RbacConfig, RoleConfig
 from hermes.errors import ConfigError
 
 RBAC = """\
@@ -173,3 +173,37 @@ def test_role_graphs_validate_exactly_when_acyclic_and_closed(graph):
     else:
         with pytest.raises(ValidationError):
             RbacConfig.model_validate(data)
+
+
+def test_role_scopes_include_inherited_roles_transitively() -> None:
+    rbac = RbacConfig.model_validate(
+        {
+            "enabled": True,
+            "roles": {
+                "guest": {"scopes": ["weather:read"]},
+                "staff": {"scopes": ["order:read"], "inherits": ["guest"]},
+                "manager": {"scopes": ["hr:read"], "inherits": ["staff"]},
+            },
+            "users": {"alice": {"roles": ["manager", "guest"]}},
+        }
+    )
+    assert rbac.role_scopes() == {
+        "guest": {"weather:read"},
+        "staff": {"order:read", "weather:read"},
+        "manager": {"hr:read", "order:read", "weather:read"},
+    }
+    assert rbac.user_roles() == {"alice": ("manager", "guest")}
+
+
+def test_an_unvalidated_inheritance_cycle_raises_instead_of_recursing() -> None:
+    rbac = RbacConfig.model_construct(
+        enabled=True,
+        roles={
+            "a": RoleConfig.model_construct(scopes=[], inherits=["b"]),
+            "b": RoleConfig.model_construct(scopes=[], inherits=["a"]),
+        },
+        users={},
+        default_role=None,
+    )
+    with pytest.raises(ValueError, match="inherits itself"):
+        rbac.role_scopes()

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hermes.agent.factory import build_authorizer
 from hermes.config.schema import RbacConfig
 from hermes.errors import PermissionDeniedError, ToolError
 from hermes.models.base import ToolCall
@@ -58,7 +59,7 @@ def audit(tmp_path: Path) -> AuditLog:
 
 @pytest.fixture
 def authorizer(audit: AuditLog) -> Authorizer:
-    return Authorizer.from_config(CONFIG, audit=audit)
+    return build_authorizer(CONFIG, audit=audit)
 
 
 def test_a_tool_without_permissions_is_open_to_everyone(authorizer):
@@ -67,7 +68,7 @@ def test_a_tool_without_permissions_is_open_to_everyone(authorizer):
 
 
 def test_an_object_without_a_permissions_attribute_is_open():
-    assert Authorizer.from_config(CONFIG).allowed("erin", object())
+    assert build_authorizer(CONFIG).allowed("erin", object())
 
 
 def test_scopes_include_every_inherited_role_transitively(authorizer):
@@ -95,7 +96,7 @@ def test_a_listed_user_does_not_also_get_the_default_role(authorizer):
 
 def test_without_a_default_role_unlisted_users_hold_nothing():
     config = CONFIG.model_copy(update={"default_role": None})
-    authorizer = Authorizer.from_config(config)
+    authorizer = build_authorizer(config)
     assert authorizer.scopes_of("stranger") == frozenset()
     assert not authorizer.allowed("stranger", protected("weather", "weather:read"))
     assert authorizer.allowed("stranger", OPEN)
@@ -160,7 +161,7 @@ def test_the_authorizer_agrees_with_scope_grants(held, required):
         {"enabled": True, "roles": {"r": {"scopes": held}}, "users": {"u": {"roles": ["r"]}}}
     )
     expected = all(any(scope_grants(h, r) for h in held) for r in required)
-    assert Authorizer.from_config(config).allowed("u", protected("t", *required)) is expected
+    assert build_authorizer(config).allowed("u", protected("t", *required)) is expected
 
 
 def test_a_single_string_permission_is_one_scope_not_its_characters(authorizer):
@@ -230,7 +231,7 @@ def test_an_anonymous_decision_is_audited_with_a_null_user(authorizer, audit):
 
 
 def test_without_an_audit_log_decisions_still_hold():
-    authorizer = Authorizer.from_config(CONFIG)
+    authorizer = build_authorizer(CONFIG)
     assert authorizer.audit is None
     with pytest.raises(PermissionDeniedError):
         authorizer.check("bob", protected("t", "hr:x"))
@@ -240,7 +241,7 @@ def test_an_unwritable_audit_log_does_not_turn_an_allow_into_a_deny(tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x", encoding="utf-8")
     audit = AuditLog(blocker / "audit.log")
-    authorizer = Authorizer.from_config(CONFIG, audit=audit)
+    authorizer = build_authorizer(CONFIG, audit=audit)
     authorizer.check("bob", protected("t", "order:read"))
     assert audit.lost == 1
 
@@ -267,7 +268,7 @@ def test_filter_tools_writes_no_audit_record(authorizer, audit):
 
 
 def test_disabled_rbac_allows_everything_and_audits_nothing(audit):
-    authorizer = Authorizer.from_config(RbacConfig(), audit=audit)
+    authorizer = build_authorizer(RbacConfig(), audit=audit)
     tool = protected("salary", "hr:salary:read")
     assert authorizer.enabled is False
     assert authorizer.allowed("anyone", tool)
@@ -278,7 +279,7 @@ def test_disabled_rbac_allows_everything_and_audits_nothing(audit):
 
 
 def test_enabled_rbac_without_roles_leaves_only_open_tools(audit):
-    authorizer = Authorizer.from_config(RbacConfig(enabled=True), audit=audit)
+    authorizer = build_authorizer(RbacConfig(enabled=True), audit=audit)
     assert authorizer.allowed("anyone", OPEN)
     assert not authorizer.allowed("anyone", protected("t", "a"))
 
@@ -308,3 +309,35 @@ async def test_the_executor_refuses_a_denied_call_as_permission_denied_data(auth
     assert "hr:salary:write" in result.error.message
     assert ran == []
     assert read_audit(audit.path, user="bob", tool="pay_salary")[0]["decision"] == "deny"
+
+
+def test_from_roles_takes_plain_mappings() -> None:
+    authorizer = Authorizer.from_roles(
+        {"guest": frozenset({"weather:read"}), "staff": {"order:read", "weather:read"}},
+        users={"bob": ["staff"], "erin": []},
+        default_role="guest",
+    )
+    assert authorizer.enabled
+    assert authorizer.scopes_of("bob") == {"order:read", "weather:read"}
+    assert authorizer.scopes_of("erin") == frozenset()
+    assert authorizer.scopes_of("stranger") == {"weather:read"}
+    assert authorizer.allowed(None, protected("weather", "weather:read"))
+    assert not authorizer.allowed(None, protected("orders", "order:read"))
+
+
+def test_from_roles_refuses_a_role_it_was_not_given() -> None:
+    with pytest.raises(ValueError, match="unknown roles: ghost, phantom"):
+        Authorizer.from_roles({"r": {"a"}}, users={"u": ["ghost"]}, default_role="phantom")
+
+
+def test_the_permissions_module_does_not_know_the_config_schema() -> None:
+    import ast
+
+    import hermes.tools.permissions as module
+
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+    assert sorted(name for name in imported if name.startswith("hermes.config")) == []

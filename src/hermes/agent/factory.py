@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from hermes.agent.agent import Agent
 from hermes.config import LoadedConfig
+from hermes.config.schema import RbacConfig
 from hermes.models.base import Model
 from hermes.models.brain import RuleBrain
 from hermes.observe import configure_logging, get_logger
@@ -228,4 +229,15 @@ def _authorizer(loaded: LoadedConfig) -> Authorizer | None:
     rbac = loaded.config.rbac
     if not rbac.enabled:
         return None
-    return Authorizer.from_config(rbac, audit=AuditLog(loaded.resolve_path(rbac.audit_log)))
+    return build_authorizer(rbac, audit=AuditLog(loaded.resolve_path(rbac.audit_log)))
+
+
+def build_authorizer(rbac: RbacConfig, *, audit: AuditLog | None = None) -> Authorizer:
+    """The authorizer of an ``rbac:`` section: :meth:`Authorizer.allow_all` when it is off,
+    else its roles (inheritance resolved) and users as plain mappings. ``audit`` receives one
+    record per decision on a permission-protected tool."""
+    if not rbac.enabled:
+        return Authorizer.allow_all()
+    return Authorizer.from_roles(
+        rbac.role_scopes(), users=rbac.user_roles(), default_role=rbac.default_role, audit=audit
+    )

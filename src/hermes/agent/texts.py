@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Literal, assert_never
 
-from hermes.errors import ModelError
+from hermes.errors import ModelError, ModelFailure
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
-_TEXTS: dict[str, tuple[str, str]] = {
+#: What the agent says when a turn ends abnormally (the keys ``say`` takes).
+TextKey = Literal["unknown_tools", "max_iterations", "timeout", "model_error", "empty_reply"]
+
+_TEXTS: dict[TextKey, tuple[str, str]] = {
     "unknown_tools": (
         "抱歉，这个操作不在我的能力范围内：我没有能完成它的工具。",
         "Sorry, I can't do that: I don't have a tool for it.",
@@ -34,9 +38,24 @@ _TEXTS: dict[str, tuple[str, str]] = {
 }
 
 
+#: The model failures with a sentence of their own (every :data:`ModelFailure` but ``error``),
+#: and ``rate_limited`` split by whether the server said when to retry.
+_FailureText = Literal[
+    "unreachable",
+    "authentication",
+    "rate_limited",
+    "rate_limited_now",
+    "timeout",
+    "server_error",
+    "request_rejected",
+    "context_overflow",
+    "not_found",
+    "malformed",
+]
+
 #: One sentence per kind of model failure (hermes.errors.ModelFailure): the cause, and what to
 #: do. "Try again later" only where waiting can help.
-_MODEL_FAILURES: dict[str, tuple[str, str]] = {
+_MODEL_FAILURES: dict[_FailureText, tuple[str, str]] = {
     "unreachable": (
         "抱歉，连接不上模型服务 {server}：请确认它已经启动、model.base_url 填写正确。",
         "Sorry, the model server at {server} cannot be reached: check that it is running and "
@@ -91,12 +110,10 @@ _TRACE = ("（追踪号 {trace}）", " (trace {trace})")
 
 def model_failure(error: ModelError, chinese: bool, trace: str) -> str:
     """The sentence a person reads when the model failed: its cause, and what to do."""
-    kind: str = error.kind
-    if kind == "rate_limited" and error.retry_after is None:
-        kind = "rate_limited_now"
-    texts = _MODEL_FAILURES.get(kind)
-    if texts is None:
+    key = _failure_text(error.kind, error.retry_after)
+    if key is None:
         return say("model_error", chinese, trace=trace)
+    texts = _MODEL_FAILURES[key]
     values = {
         "server": error.server or "?",
         "status": error.status_code if error.status_code is not None else "?",
@@ -106,12 +123,34 @@ def model_failure(error: ModelError, chinese: bool, trace: str) -> str:
     return sentence + _TRACE[0 if chinese else 1].format(trace=trace)
 
 
+def _failure_text(kind: ModelFailure, retry_after: float | None) -> _FailureText | None:
+    """Which sentence a failure gets (``None``: the generic one); every kind is matched."""
+    match kind:
+        case "rate_limited":
+            return "rate_limited" if retry_after is not None else "rate_limited_now"
+        case (
+            "unreachable"
+            | "authentication"
+            | "timeout"
+            | "server_error"
+            | "request_rejected"
+            | "context_overflow"
+            | "not_found"
+            | "malformed"
+        ):
+            return kind
+        case "error":
+            return None
+        case _:
+            assert_never(kind)
+
+
 def is_chinese(text: str) -> bool:
     """Whether a person wrote in Chinese (or Japanese/Korean): then we answer in Chinese."""
     return _CJK.search(text) is not None
 
 
-def say(key: str, chinese: bool, **values: object) -> str:
+def say(key: TextKey, chinese: bool, **values: object) -> str:
     """The sentence ``key`` in the person's language, with ``values`` filled in."""
     zh, en = _TEXTS[key]
     return (zh if chinese else en).format(**values)

@@ -7,7 +7,8 @@
     hermes memory export [--user U] [--output FILE]
     hermes memory upkeep [--user U] [--dry-run] [--json]
 
-The store is ``memory.db`` beside the session database (``hermes.memory.open``). Every command
+The store is ``memory.db`` beside the session database (``hermes.memory.open``), used through
+the :class:`~hermes.memory.facade.Memory` facade as an agent uses it. Every command
 works on the memories of ``--user`` only (default: ``agent.default_user``, the OS account name
 made a user id — the user ``hermes chat`` and ``hermes run`` use): another user's memory id is
 "not found".
@@ -54,7 +55,6 @@ from hermes.channels.output import fail, note, report_warning, write_json, write
 from hermes.errors import HermesError, InvalidInputError
 from hermes.memory.open import memory_db_path, memory_dir, open_memory_store, require_memory
 from hermes.memory.records import (
-    MemoryDraft,
     MemoryKind,
     MemoryNotFoundError,
     MemoryRecord,
@@ -67,9 +67,9 @@ from hermes.session.ids import validate_user_id
 
 if TYPE_CHECKING:
     from hermes.config import LoadedConfig
-    from hermes.memory.longterm import MemoryStore
+    from hermes.memory.facade import Memory
     from hermes.memory.records import MemoryHit
-    from hermes.memory.upkeep import UpkeepPolicy, UpkeepReport
+    from hermes.memory.upkeep import UpkeepReport
 
 T = TypeVar("T")
 
@@ -137,16 +137,18 @@ def memory_add(
                 "store.path is ':memory:': this memory is gone when the command ends / "
                 "存储在内存中：命令结束后记忆即消失"
             )
-        store = open_memory_store(loaded)
-        draft = MemoryDraft(
-            content,
-            chosen,
-            sensitive=detected is not None if sensitive is None else sensitive,
-            topic=labels,
-            explicit=True,
-        )
-        ((record, created),) = run_async(
-            lambda: _closing(store, lambda s: s.add_unique(user_id, [draft]))
+        memory = _memory(loaded)
+        record, created = run_async(
+            lambda: _using(
+                memory,
+                lambda m: m.remember(
+                    user_id,
+                    content,
+                    kind=chosen,
+                    sensitive=detected is not None if sensitive is None else sensitive,
+                    topic=labels,
+                ),
+            )
         )
     except HermesError as exc:
         fail(exc, as_json)
@@ -173,11 +175,11 @@ def memory_search(
         if not query.strip():
             raise InvalidInputError("the search query is empty / 搜索内容为空")
         text = query[:_MAX_QUERY_CHARS]
-        store = _open_existing(loaded_config(), vectors=True)
+        memory = _open_existing(loaded_config(), vectors=True)
         hits = (
             []
-            if store is None
-            else run_async(lambda: _closing(store, lambda s: _search(s, user_id, text, limit)))
+            if memory is None
+            else run_async(lambda: _using(memory, lambda m: _search(m, user_id, text, limit)))
         )
     except HermesError as exc:
         fail(exc, as_json)
@@ -199,23 +201,18 @@ def _user_id(user: str | None) -> str:
     return loaded_config().config.agent.default_user_id
 
 
-async def _search(store: MemoryStore, user_id: str, text: str, limit: int) -> list[MemoryHit]:
-    """The store's hybrid search, then recall's selection (owner, sensitivity) with the
-    search floor — see the module docstring for why this is not ``recall()``."""
+async def _search(memory: Memory, user_id: str, text: str, limit: int) -> list[MemoryHit]:
+    """``Memory.search`` with the search floor — see the module docstring for why this is not
+    ``recall()`` — once the word list is there."""
     from hermes.memory.lexicon import lexicon_building, load_lexicon
-    from hermes.memory.recall import RecallPolicy, select_hits
 
-    if store.lexicon == "auto":
+    if memory.store is not None and memory.store.lexicon == "auto":
         # A one-shot command waits for the Chinese↔English tables (built once per machine,
         # ~6 s) instead of searching without them; an agent's recall does not wait.
         if await asyncio.to_thread(load_lexicon, wait=False) is None and lexicon_building():
             note(_BUILDING_WORD_LIST)
         await asyncio.to_thread(load_lexicon)
-    hits = await store.search(user_id, text, limit=max(limit, 20))
-    policy = RecallPolicy(
-        min_score=SEARCH_MIN_SCORE, keyword_min_score=SEARCH_MIN_SCORE, max_items=limit
-    )
-    return select_hits(hits, user_id, text, policy)
+    return await memory.search(user_id, text, limit=limit, min_score=SEARCH_MIN_SCORE)
 
 
 @memory_app.command("list")
@@ -230,13 +227,14 @@ def memory_list(
     """List a user's memories, newest first. / 列出用户的记忆（最新的在前）。"""
     try:
         user_id = _user_id(user)
-        store = _open_existing(loaded_config())
+        memory = _open_existing(loaded_config())
         records = (
             []
-            if store is None
+            if memory is None
             else run_async(
-                lambda: _closing(
-                    store, lambda s: s.list(user_id, include_inactive=everything, limit=limit)
+                lambda: _using(
+                    memory,
+                    lambda m: m.memories(user_id, include_inactive=everything, limit=limit),
                 )
             )
         )
@@ -272,13 +270,14 @@ def memory_forget(
         user_id = _user_id(user)
         target = _forget_target(memory_id, everything, yes)
         loaded = _configured(log=True)
-        store = _open_existing(loaded)
-        if store is None:
+        # everything (no target): memories, tool-call records and blobs, habits
+        memory = _open_existing(loaded, tool_calls=target is None)
+        if memory is None:
             counts = {"memories": 0}
-        elif target is None:  # everything: memories, tool-call records and blobs, habits
-            counts = run_async(lambda: _forget_user(loaded, store, user_id))
+        elif target is None:
+            counts = run_async(lambda: _using(memory, lambda m: m.forget_user(user_id)))
         else:
-            one = run_async(lambda: _closing(store, lambda s: s.forget(user_id, target)))
+            one = run_async(lambda: _using(memory, lambda m: m.forget(user_id, target)))
             counts = {"memories": int(one)}
         count = counts["memories"]
         if target is not None and count == 0:
@@ -312,25 +311,6 @@ def _forget_target(memory_id: str | None, everything: bool, yes: bool) -> str | 
     return validate_memory_id(memory_id)
 
 
-async def _forget_user(loaded: LoadedConfig, store: MemoryStore, user_id: str) -> dict[str, int]:
-    """Everything about the user (``Memory.forget_user``): memories, tool-call records with
-    the archived outputs only they used, habit counts."""
-    from hermes.memory.facade import Memory
-    from hermes.memory.tiers import ToolMemory
-
-    directory = memory_dir(loaded)
-    try:
-        tools = None if directory is None else ToolMemory.open(directory)
-    except BaseException:  # clean up, then re-raise unchanged
-        await store.close()
-        raise
-    memory = Memory(store, tools, extractor=None)
-    try:
-        return await memory.forget_user(user_id)
-    finally:
-        await memory.aclose()
-
-
 @memory_app.command("export")
 def memory_export(
     user: UserRequired = None,
@@ -348,14 +328,12 @@ def memory_export(
     """Print every memory of a user, with history, as JSON. / 导出用户的全部记忆（JSON）。"""
     try:
         user_id = _user_id(user)
-        store = _open_existing(loaded_config())
+        memory = _open_existing(loaded_config())
         memories = (
             []
-            if store is None
+            if memory is None
             else run_async(
-                lambda: _closing(
-                    store, lambda s: s.export(user_id, reveal_personal=reveal_personal)
-                )
+                lambda: _using(memory, lambda m: m.export(user_id, reveal_personal=reveal_personal))
             )
         )
         document = {
@@ -397,44 +375,25 @@ def memory_upkeep(
     as_json: JsonFlag = False,
 ) -> None:
     """Merge duplicates, resolve conflicts, demote and delete unused memories. / 整理记忆。"""
-    from hermes.memory.upkeep import UpkeepPolicy, UpkeepReport, run_upkeep
+    from hermes.memory.upkeep import UpkeepReport
 
     try:
         user_id = None if user is None else validate_user_id(user)
         loaded = _configured(log=True)
-        policy = UpkeepPolicy.from_config(loaded.config.memory)
-        store = _open_existing(loaded, vectors=True)
-        if store is None:
+        # the tool-call tiers are pruned by age, for all users at once: only without --user
+        memory = _open_existing(loaded, vectors=True, tool_calls=user_id is None)
+        if memory is None:
             report = UpkeepReport(now=time.time(), dry_run=dry_run)
         else:
             report = run_async(
-                lambda: _closing(
-                    store,
-                    lambda s: run_upkeep(s, user_id=user_id, policy=policy, dry_run=dry_run),
-                )
+                lambda: _using(memory, lambda m: m.upkeep(user_id=user_id, dry_run=dry_run))
             )
-            if user_id is None:  # the tool-call tiers are pruned by age, for all users at once
-                report.tool_calls = run_async(lambda: _tool_upkeep(loaded, policy, dry_run))
     except HermesError as exc:
         fail(exc, as_json)
     if as_json:
         write_json(report.to_dict())
     else:
         _print_report(report)
-
-
-async def _tool_upkeep(loaded: LoadedConfig, policy: UpkeepPolicy, dry_run: bool) -> dict[str, int]:
-    from hermes.memory.tiers import ToolMemory
-    from hermes.memory.upkeep import run_tool_upkeep
-
-    directory = memory_dir(loaded)
-    if directory is None:
-        return {}
-    tools = ToolMemory.open(directory)
-    try:
-        return await run_tool_upkeep(tools, policy=policy, dry_run=dry_run)
-    finally:
-        await tools.close()
 
 
 def _print_report(report: UpkeepReport) -> None:
@@ -462,20 +421,42 @@ def _configured(*, log: bool = False) -> LoadedConfig:
     return loaded
 
 
-def _open_existing(loaded: LoadedConfig, *, vectors: bool = False) -> MemoryStore | None:
-    """The memory store, or None when its file does not exist yet (nothing to read). Raises
-    ``ConfigError`` when memory is disabled. ``vectors``: load the embedder (search)."""
+def _open_existing(
+    loaded: LoadedConfig, *, vectors: bool = False, tool_calls: bool = False
+) -> Memory | None:
+    """The configured memory, or None when its file does not exist yet (nothing to read).
+    Raises ``ConfigError`` when memory is disabled. ``vectors``: load the embedder (search);
+    ``tool_calls``: open the tool-call tiers too (forgetting a user, upkeep of all users)."""
     require_memory(loaded)
     path = memory_db_path(loaded)
     if path is not None and not path.exists():
         return None
-    return open_memory_store(loaded, embedder="auto" if vectors else None)
+    return _memory(loaded, vectors=vectors, tool_calls=tool_calls)
 
 
-async def _closing(store: MemoryStore, fn: Callable[[MemoryStore], Awaitable[T]]) -> T:
-    """``fn(store)``, then close the store whatever happened."""
-    async with store:
-        return await fn(store)
+def _memory(loaded: LoadedConfig, *, vectors: bool = False, tool_calls: bool = False) -> Memory:
+    """The configured memory (its file created on first use), as :func:`_open_existing`."""
+    from hermes.memory.facade import Memory  # the heavier modules load only when a command runs
+    from hermes.memory.tiers import ToolMemory
+    from hermes.memory.upkeep import UpkeepPolicy
+
+    store = open_memory_store(loaded, embedder="auto" if vectors else None)
+    directory = memory_dir(loaded) if tool_calls else None
+    try:
+        tools = None if directory is None else ToolMemory.open(directory)
+    except BaseException:  # clean up, then re-raise unchanged
+        store.close_sync()
+        raise
+    policy = UpkeepPolicy.from_config(loaded.config.memory)
+    return Memory(store, tools, extractor=None, upkeep_policy=policy)
+
+
+async def _using(memory: Memory, fn: Callable[[Memory], Awaitable[T]]) -> T:
+    """``fn(memory)``, then close the memory whatever happened."""
+    try:
+        return await fn(memory)
+    finally:
+        await memory.aclose()
 
 
 def _guess_kind(content: str) -> MemoryKind:

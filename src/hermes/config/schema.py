@@ -193,6 +193,38 @@ class RbacConfig(_Section):
     #: run directory.
     audit_log: str = Field(default=".hermes/audit.log", min_length=1)
 
+    def role_scopes(self) -> dict[str, frozenset[str]]:
+        """Each role's scopes with those of every role it inherits, transitively (what
+        ``hermes.tools.permissions.Authorizer.from_roles`` takes).
+
+        Validation has already refused unknown parents and cycles; a cycle reaching here
+        anyway (a config built without validation) raises ``ValueError`` rather than recursing
+        forever.
+        """
+        resolved: dict[str, frozenset[str]] = {}
+        resolving: set[str] = set()
+
+        def resolve(name: str) -> frozenset[str]:
+            done = resolved.get(name)
+            if done is not None:
+                return done
+            if name in resolving:
+                raise ValueError(f"role {name!r} inherits itself")
+            resolving.add(name)
+            role = self.roles[name]
+            scopes = frozenset(role.scopes).union(*(resolve(parent) for parent in role.inherits))
+            resolving.discard(name)
+            resolved[name] = scopes
+            return scopes
+
+        for name in self.roles:
+            resolve(name)
+        return resolved
+
+    def user_roles(self) -> dict[str, tuple[str, ...]]:
+        """Each listed user's role names."""
+        return {user: tuple(entry.roles) for user, entry in self.users.items()}
+
     @field_validator("roles")
     @classmethod
     def _check_roles(cls, value: dict[str, RoleConfig]) -> dict[str, RoleConfig]:

@@ -22,7 +22,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from hermes.errors import ConfigError, HermesError
+from hermes.errors import ConfigError, ErrorCode, HermesError
 from hermes.observe import get_logger
 
 __all__ = [
@@ -49,7 +49,7 @@ _LOOPBACK_ALLOWED_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http:/
 class McpServeError(HermesError):
     """The MCP HTTP server could not listen or start; the message says where and why."""
 
-    code = "mcp_serve_error"
+    code: ErrorCode = "mcp_serve_error"
     status = 500
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
-from hermes.errors import StoreError
+from hermes.errors import ErrorCode, StoreError
 from hermes.memory.hashing import hash_bytes, is_content_hash
 
 __all__ = [
@@ -55,7 +55,7 @@ Durability = Literal["os", "fsync"]
 class ArchiveError(StoreError):
     """The archive could not read or write a blob (disk full, permissions, network)."""
 
-    code = "archive_error"
+    code: ErrorCode = "archive_error"
 
 
 class ArchiveCorruptError(ArchiveError):
@@ -65,7 +65,7 @@ class ArchiveCorruptError(ArchiveError):
     treat it as a miss and delete the blob, so the next ``put`` of that content rewrites it.
     """
 
-    code = "archive_corrupt"
+    code: ErrorCode = "archive_corrupt"
 
     def __init__(self, digest: str, where: str, reason: str) -> None:
         super().__init__(
@@ -81,7 +81,7 @@ class ArchiveCorruptError(ArchiveError):
 class ArchiveTooLargeError(ArchiveError):
     """A blob is larger than the archive's ``max_bytes``; it was not stored."""
 
-    code = "archive_too_large"
+    code: ErrorCode = "archive_too_large"
     status = 413
 
     def __init__(self, size: int, limit: int) -> None:
@@ -98,7 +98,7 @@ class ArchiveTooLargeError(ArchiveError):
 class InvalidDigestError(ArchiveError):
     """A blob name that is not 64 lowercase hex characters (never used as a path)."""
 
-    code = "invalid_digest"
+    code: ErrorCode = "invalid_digest"
     status = 400
 
 

@@ -48,8 +48,8 @@ from hermes.memory.extract import (
 )
 from hermes.memory.habits import HabitCounter
 from hermes.memory.longterm import MemoryStore
-from hermes.memory.recall import DEFAULT_POLICY, RecallPolicy
-from hermes.memory.records import MemoryDraft, MemoryKind, MemoryRecord
+from hermes.memory.recall import DEFAULT_POLICY, RecallPolicy, select_hits
+from hermes.memory.records import MemoryDraft, MemoryHit, MemoryKind, MemoryRecord
 from hermes.memory.tiers import ToolMemory
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
@@ -59,7 +59,7 @@ from hermes.text.lang import Lang
 from hermes.tools.builtin.memory_tools import MEMORY_KEY  # where tools find the agent's Memory
 
 if TYPE_CHECKING:
-    from hermes.memory.upkeep import UpkeepPolicy
+    from hermes.memory.upkeep import UpkeepPolicy, UpkeepReport
 
 __all__ = ["MEMORY_KEY", "Memory", "TurnCall"]
 
@@ -366,6 +366,58 @@ class Memory:
                     habits = await table.delete(user_id)
         log.info("memory_user_forgotten", memories=memories, blobs=blobs, habits=habits)
         return {"memories": memories, "blobs": blobs, "habits": habits}
+
+    # -- a person's look-ups and edits (``hermes memory``) ---------------------------------------
+    async def search(
+        self, user_id: str, text: str, *, limit: int = 5, min_score: float = 0.2
+    ) -> list[MemoryHit]:
+        """A person's look-up: the store's hybrid search, then recall's privacy rules (the
+        user's memories only; a sensitive one only when ``text`` is about its topic) with
+        ``min_score`` as the floor — no gate, no recency window, nothing marked recalled.
+        Best first, at most ``limit``; empty without a long-term store."""
+        if self.store is None:
+            return []
+        hits = await self.store.search(user_id, text, limit=max(limit, 20))
+        policy = RecallPolicy(min_score=min_score, keyword_min_score=min_score, max_items=limit)
+        return select_hits(hits, user_id, text, policy)
+
+    async def memories(
+        self, user_id: str, *, include_inactive: bool = False, limit: int = 1000
+    ) -> list[MemoryRecord]:
+        """The user's active memories, newest first (``include_inactive``: with superseded
+        and expired history); empty without a long-term store."""
+        if self.store is None:
+            return []
+        return await self.store.list(user_id, include_inactive=include_inactive, limit=limit)
+
+    async def forget(self, user_id: str, memory_id: str) -> bool:
+        """Forget one of the user's memories; ``False`` when the user has no such memory."""
+        if self.store is None:
+            return False
+        async with self._write_lock(user_id):
+            return await self.store.forget(user_id, memory_id)
+
+    async def export(self, user_id: str, *, reveal_personal: bool = False) -> list[dict[str, Any]]:
+        """Every memory of the user with its history, as JSON-ready data (personal details in
+        sensitive memories masked unless ``reveal_personal``)."""
+        if self.store is None:
+            return []
+        return await self.store.export(user_id, reveal_personal=reveal_personal)
+
+    async def upkeep(self, *, user_id: str | None = None, dry_run: bool = False) -> UpkeepReport:
+        """One upkeep run with :attr:`upkeep_policy`: the long-term memories of ``user_id``
+        (``None``: every user's), and for every user also the tool-call tiers (pruned by age
+        for all users at once, so only when ``user_id`` is ``None``)."""
+        from hermes.memory.upkeep import UpkeepReport, run_tool_upkeep, run_upkeep
+
+        policy = self.upkeep_policy
+        if self.store is None:
+            report = UpkeepReport(now=time.time(), dry_run=dry_run)
+        else:
+            report = await run_upkeep(self.store, user_id=user_id, policy=policy, dry_run=dry_run)
+        if user_id is None and self.tools is not None:
+            report.tool_calls = await run_tool_upkeep(self.tools, policy=policy, dry_run=dry_run)
+        return report
 
     def _write_lock(self, user_id: str) -> asyncio.Lock:
         lock = self._write_locks.get(user_id)

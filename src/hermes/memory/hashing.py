@@ -26,7 +26,7 @@ import json
 import math
 from typing import Any
 
-from hermes.errors import HermesError
+from hermes.errors import ErrorCode, HermesError
 
 __all__ = [
     "HASH_HEX_LENGTH",
@@ -48,7 +48,7 @@ _MAX_SHOWN_KEY = 40
 class NotJSONSafeError(HermesError):
     """A value has no canonical JSON form; ``path`` is where (``$.a[2]``), ``reason`` why."""
 
-    code = "not_json_safe"
+    code: ErrorCode = "not_json_safe"
     status = 400
 
     def __init__(self, message: str, *, path: str, reason: str) -> None:

@@ -51,7 +51,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, Literal, get_args
 
-from hermes.errors import HermesError
+from hermes.errors import ErrorCode, HermesError
 from hermes.memory.hashing import canonical_json, is_content_hash
 from hermes.session.migrations import Migration, apply_migrations
 from hermes.sqlite_support import SQLiteWorker, write_transaction
@@ -138,7 +138,7 @@ _NEWEST_FIRST = " ORDER BY created_at DESC, id DESC LIMIT ?"
 class InvalidRecordError(HermesError):
     """A tool-call record or a query argument is malformed; the message names the field."""
 
-    code = "invalid_record"
+    code: ErrorCode = "invalid_record"
     status = 400
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
-from hermes.errors import InvalidIdError, InvalidInputError
+from hermes.errors import ErrorCode, InvalidIdError, InvalidInputError
 from hermes.session.privacy import contains_secret
 
 MemoryKind = Literal["preference", "fact", "habit", "event"]
@@ -49,7 +49,7 @@ class MemoryNotFoundError(InvalidInputError):
     """No memory with this id belongs to this user (another user's memory is "not found" too,
     so ids cannot be probed across users)."""
 
-    code = "memory_not_found"
+    code: ErrorCode = "memory_not_found"
     status = 404
 
 

@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from transitions import Machine
 
-from hermes.errors import ConfigError, HermesError
+from hermes.errors import ConfigError, ErrorCode, HermesError
 
 StateListener = Callable[[str, str, str], None]
 
@@ -31,7 +31,7 @@ StateListener = Callable[[str, str, str], None]
 class InvalidTransitionError(HermesError):
     """A trigger was fired in a state that does not allow it (a bug in a loop, not user error)."""
 
-    code = "invalid_transition"
+    code: ErrorCode = "invalid_transition"
 
 
 class _StateDef(BaseModel):

@@ -14,21 +14,27 @@ Scope matching (case-sensitive; a scope is ``segment(:segment)*``):
 - a required scope is read literally: a tool requiring ``x:*`` is granted only by ``x:*`` or a
   broader wildcard (``*``, or ``y:*`` when ``x`` starts with ``y:``), never by ``x:read``.
 
-Who holds what:
+Who holds what (:meth:`Authorizer.from_roles` takes plain mappings; ``tools/`` never reads the
+configuration: ``hermes.config.schema.RbacConfig`` resolves inherited roles and
+``hermes.agent.factory.build_authorizer`` builds the authorizer of an ``rbac:`` section):
 
-- a user listed in ``rbac.users`` holds the scopes of the roles listed for them, and only those;
-- every other user, and an anonymous caller (``user_id=None``), holds ``rbac.default_role``'s
+- a listed user holds the scopes of the roles listed for them, and only those;
+- every other user, and an anonymous caller (``user_id=None``), holds the default role's
   scopes, or none when there is no default role.
 
-With ``rbac.enabled: false`` (the default) :meth:`Authorizer.from_config` returns a disabled
-authorizer: everything is allowed, nothing is audited, :meth:`Authorizer.filter_tools` returns
-all tools. It is always an :class:`Authorizer` (never ``None``) so callers need no branch; a
-caller on a hot path may test :attr:`Authorizer.enabled` to skip it altogether.
+With ``rbac.enabled: false`` (the default) the agent gets :meth:`Authorizer.allow_all`: everything
+is allowed, nothing is audited, :meth:`Authorizer.filter_tools` returns all tools. It is always
+an :class:`Authorizer` (never ``None``) so callers need no branch; a caller on a hot path may
+test :attr:`Authorizer.enabled` to skip it altogether.
 
 Use::
 
-    audit = AuditLog(loaded.resolve_path(config.rbac.audit_log))
-    authorizer = Authorizer.from_config(config.rbac, audit=audit)
+    authorizer = Authorizer.from_roles(
+        {"staff": frozenset({"order:read"}), "root": frozenset({"*"})},  # inheritance resolved
+        users={"alice": ["root"]},
+        default_role="staff",
+        audit=AuditLog(path),
+    )
     offered = authorizer.filter_tools(user_id, registry)      # what the model is shown
     authorizer.check(user_id, tool, session_id=s, trace_id=t)  # before a call runs; may raise
 """
@@ -40,7 +46,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from hermes.config.schema import RbacConfig, RoleConfig
 from hermes.errors import PermissionDeniedError
 from hermes.observe import get_logger
 from hermes.tools.audit import AuditLog
@@ -97,7 +102,7 @@ _NOTHING = _Grant.of(_NO_SCOPES)
 class Authorizer:
     """Decides whether a user may use a tool, and writes each decision to the audit log.
 
-    Build it with :meth:`from_config` (or :meth:`allow_all`). Immutable after construction and
+    Build it with :meth:`from_roles` (or :meth:`allow_all`). Immutable after construction and
     safe to share between threads and tasks; per-user scopes are computed once.
     """
 
@@ -111,7 +116,7 @@ class Authorizer:
         default_scopes: frozenset[str],
         audit: AuditLog | None,
     ) -> None:
-        """Prefer :meth:`from_config`. ``user_scopes``: every listed user's resolved scopes;
+        """Prefer :meth:`from_roles`. ``user_scopes``: every listed user's resolved scopes;
         ``default_scopes``: what everybody else holds."""
         self.enabled = enabled
         self._audit = audit if enabled else None
@@ -121,20 +126,32 @@ class Authorizer:
         self._default = _Grant.of(default_scopes) if default_scopes else _NOTHING
 
     @classmethod
-    def from_config(cls, rbac: RbacConfig, *, audit: AuditLog | None = None) -> Authorizer:
-        """The authorizer of an ``rbac:`` section; a disabled one when ``enabled`` is false.
+    def from_roles(
+        cls,
+        roles: Mapping[str, Iterable[str]],
+        *,
+        users: Mapping[str, Iterable[str]],
+        default_role: str | None = None,
+        audit: AuditLog | None = None,
+    ) -> Authorizer:
+        """An enabled authorizer from plain mappings.
 
+        ``roles``: each role's scopes, those of the roles it inherits already included (the
+        configuration resolves inheritance); ``users``: each listed user's role names;
+        ``default_role``: the role of everybody else (``None``: they hold no scope).
         ``audit`` receives one record per decision on a permission-protected tool; ``None``
-        audits nothing.
+        audits nothing. A role named but not in ``roles`` raises ``ValueError``.
         """
-        if not rbac.enabled:
-            return cls.allow_all()
-        role_scopes = _resolve_roles(rbac.roles)
+        scopes = {role: frozenset(held) for role, held in roles.items()}
+        named = [*(r for held in users.values() for r in held), *filter(None, [default_role])]
+        unknown = sorted({role for role in named if role not in scopes})
+        if unknown:
+            raise ValueError(f"unknown roles: {', '.join(unknown)}")
         user_scopes = {
-            user: frozenset().union(*(role_scopes[role] for role in entry.roles))
-            for user, entry in rbac.users.items()
+            user: frozenset().union(*(scopes[role] for role in held))
+            for user, held in users.items()
         }
-        default = role_scopes[rbac.default_role] if rbac.default_role else _NO_SCOPES
+        default = scopes[default_role] if default_role else _NO_SCOPES
         return cls(enabled=True, user_scopes=user_scopes, default_scopes=default, audit=audit)
 
     @classmethod
@@ -220,33 +237,6 @@ def _required(tool: Any) -> tuple[str, ...]:
     if isinstance(permissions, str):  # ``permissions="a:b"``: one scope, not its characters
         return (permissions,)
     return tuple(permissions)
-
-
-def _resolve_roles(roles: Mapping[str, RoleConfig]) -> dict[str, frozenset[str]]:
-    """Each role's scopes with those of every role it inherits, transitively.
-
-    The configuration has already refused unknown parents and cycles; a cycle reaching here
-    anyway (a hand-built config) raises ``ValueError`` rather than recursing forever.
-    """
-    resolved: dict[str, frozenset[str]] = {}
-    resolving: set[str] = set()
-
-    def resolve(name: str) -> frozenset[str]:
-        done = resolved.get(name)
-        if done is not None:
-            return done
-        if name in resolving:
-            raise ValueError(f"role {name!r} inherits itself")
-        resolving.add(name)
-        role = roles[name]
-        scopes = frozenset(role.scopes).union(*(resolve(parent) for parent in role.inherits))
-        resolving.discard(name)
-        resolved[name] = scopes
-        return scopes
-
-    for name in roles:
-        resolve(name)
-    return resolved
 
 
 def _utc_now() -> str:

@@ -44,7 +44,7 @@ from time import perf_counter
 from typing import Any, Protocol
 
 import hermes
-from hermes.errors import ToolError
+from hermes.errors import ErrorCode, ToolError
 from hermes.observe import get_logger
 from hermes.tools.base import Tool, ToolContext
 from hermes.tools.decorator import TOOL_ATTRIBUTE
@@ -131,7 +131,7 @@ class SandboxError(ToolError):
     policy retries a sandboxed network failure as it would an in-process one.
     """
 
-    code = "sandbox_error"
+    code: str = "sandbox_error"  # or the code of a tool's own ToolError raised in the child
     status = 500
 
     def __init__(
@@ -146,26 +146,26 @@ class SandboxError(ToolError):
 class SandboxTimeoutError(SandboxError):
     """The call ran past its wall-clock deadline or its CPU-time limit."""
 
-    code = "sandbox_timeout"
+    code: ErrorCode = "sandbox_timeout"
     status = 504
 
 
 class SandboxMemoryError(SandboxError):
     """The call exceeded its memory limit."""
 
-    code = "sandbox_memory"
+    code: ErrorCode = "sandbox_memory"
 
 
 class SandboxCrashError(SandboxError):
     """The process ended without a result: a non-zero exit, a signal, ``sys.exit``."""
 
-    code = "sandbox_crash"
+    code: ErrorCode = "sandbox_crash"
 
 
 class SandboxOutputError(SandboxError):
     """The call printed or returned more than ``max_output_bytes``; it was killed."""
 
-    code = "sandbox_output"
+    code: ErrorCode = "sandbox_output"
 
 
 class Sandbox(Protocol):

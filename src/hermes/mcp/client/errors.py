@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hermes.errors import HermesError
+from hermes.errors import ErrorCode, HermesError
 
 __all__ = ["McpConnectionError"]
 
@@ -10,5 +10,5 @@ __all__ = ["McpConnectionError"]
 class McpConnectionError(HermesError):
     """A server could not be started, initialized or listed; the message names the server."""
 
-    code = "mcp_connection_error"
+    code: ErrorCode = "mcp_connection_error"
     status = 502
