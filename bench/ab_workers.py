@@ -1,6 +1,7 @@
 """The worker processes of the side-by-side benchmarks (``ab_turn.py``, ``ab_recall.py``): one
 per source tree, each importing ``hermes`` from its tree, driven by one JSON line in and one
-JSON line out, so the driver can alternate small batches between them."""
+JSON line out, so the driver can alternate small batches between them; and :func:`run_child`,
+one measuring run of a script against a tree (``parse_tool_calls.py``, ``real_schemas.py``)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,16 @@ def stop(process: subprocess.Popen[str], timeout: float = 120.0) -> None:
     assert process.stdin is not None
     process.stdin.close()
     process.wait(timeout=timeout)
+
+
+def run_child(script: str, src: str, repeat: int) -> dict[str, Any]:
+    """``script --child --repeat N`` with ``hermes`` imported from ``src``: its JSON answer."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    out = subprocess.run(
+        [sys.executable, script, "--child", "--repeat", str(repeat)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return dict(json.loads(out))

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from ab_workers import run_child  # bench/ is the script's path
 
 ROOT = Path(__file__).resolve().parent.parent
 MB = 1_000_000
@@ -75,18 +74,6 @@ def measure(repeat: int) -> dict[str, float]:
     return out
 
 
-def _run(src: Path, repeat: int) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", "--repeat", str(repeat)],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return dict(json.loads(out))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--baseline", type=Path, help="another checkout to compare with")
@@ -103,7 +90,7 @@ def main() -> None:
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in checkouts}
     for _ in range(args.rounds):
         for name, src in checkouts.items():
-            runs[name].append(_run(src, args.repeat))
+            runs[name].append(run_child(__file__, str(src), args.repeat))
     medians: dict[str, dict[str, float]] = {
         name: {case: statistics.median(r[case] for r in results) for case in results[0]}
         for name, results in runs.items()

@@ -14,13 +14,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from ab_workers import run_child  # bench/ is the script's path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "tools" / "corpus" / "real_schemas.jsonl"
@@ -66,18 +65,6 @@ def measure(repeat: int) -> dict[str, Any]:
     return counts
 
 
-def _run(src: Path, repeat: int) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", "--repeat", str(repeat)],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return dict(json.loads(out))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--baseline", type=Path, help="another checkout to compare with")
@@ -94,7 +81,7 @@ def main() -> None:
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in checkouts}
     for _ in range(args.rounds):
         for name, src in checkouts.items():
-            results[name].append(_run(src, args.repeat))
+            results[name].append(run_child(__file__, str(src), args.repeat))
     print("| checkout | schemas | valid accepted | minimal accepted | broken refused | median µs |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     medians = {}

@@ -31,24 +31,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
-from hermes import Agent, tool
-from hermes.models.base import ModelRequest, ModelResponse
+from hermes import Agent
 from hermes.session.locks import FileSessionLocks, LocalSessionLocks, SessionClaim
-from hermes.testing import FunctionModel, call, say
+from hermes.testing import FunctionModel
+from turn_overhead import _script, add  # the same turn (bench/ is the script's path)
 
 StepFn = Callable[[int], Awaitable[None]]
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-def _script(request: ModelRequest) -> ModelResponse:
-    if request.messages[-1]["role"] == "tool":
-        return say("The answer is 5.")
-    return call("add", {"a": 2, "b": 3})
 
 
 class NoLocks:
