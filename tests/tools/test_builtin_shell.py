@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -13,13 +12,17 @@ from hermes.tools import BUILTIN_TOOLS, ToolContext, ToolRegistry, execute_tool_
 from hermes.tools.builtin import shell as shell_module
 from hermes.tools.builtin.shell import MAX_STREAM_BYTES, shell
 from hermes.tools.builtin.shell_policy import DeniedCommandError
+from hermes.tools.pipeline import CallContext
 
 SHELL = BUILTIN_TOOLS["shell"]
 
 
-def _ctx(workspace: Path, *approved: str) -> ToolContext:
-    extras: dict[str, Any] = {"approved_call_ids": frozenset(approved)} if approved else {}
-    return ToolContext(session_id="s", trace_id="t", workspace=workspace, extras=extras)
+def _ctx(workspace: Path) -> ToolContext:
+    return ToolContext(session_id="s", trace_id="t", workspace=workspace)
+
+
+def _call_ctx(workspace: Path, *, approved: bool) -> CallContext:
+    return CallContext(session_id="s", trace_id="t", workspace=str(workspace), approved=approved)
 
 
 def test_the_tool_declares_approval_sandbox_and_its_scope() -> None:
@@ -49,7 +52,9 @@ def test_the_precheck_lets_an_ordinary_command_through() -> None:
 
 async def test_without_approval_the_executor_does_not_run_it(tmp_path: Path) -> None:
     call = ToolCall("c1", "shell", {"command": "touch made"})
-    result = await execute_tool_call(ToolRegistry([SHELL]), call, _ctx(tmp_path))
+    result = await execute_tool_call(
+        ToolRegistry([SHELL]), call, _call_ctx(tmp_path, approved=False)
+    )
     assert result.error is not None
     assert result.error.type == "approval_required"
     assert not (tmp_path / "made").exists()
@@ -58,7 +63,9 @@ async def test_without_approval_the_executor_does_not_run_it(tmp_path: Path) -> 
 async def test_an_approved_echo_runs_in_the_sandbox_in_the_workspace(tmp_path: Path) -> None:
     call = ToolCall("c1", "shell", {"command": "echo hi; pwd"})
     where = tmp_path.resolve()  # noqa: ASYNC240 - a test, before the call
-    result = await execute_tool_call(ToolRegistry([SHELL]), call, _ctx(tmp_path, "c1"))
+    result = await execute_tool_call(
+        ToolRegistry([SHELL]), call, _call_ctx(tmp_path, approved=True)
+    )
     assert result.ok, result.error
     assert result.output["stdout"] == f"hi\n{where}\n"
     assert (result.output["exit_code"], result.output["truncated"]) == (0, False)
@@ -67,7 +74,9 @@ async def test_an_approved_echo_runs_in_the_sandbox_in_the_workspace(tmp_path: P
 
 async def test_an_approved_deny_listed_command_is_still_refused(tmp_path: Path) -> None:
     call = ToolCall("c1", "shell", {"command": "rm -rf ~"})
-    result = await execute_tool_call(ToolRegistry([SHELL]), call, _ctx(tmp_path, "c1"))
+    result = await execute_tool_call(
+        ToolRegistry([SHELL]), call, _call_ctx(tmp_path, approved=True)
+    )
     assert result.error is not None
     assert result.error.type == "invalid_arguments"
 

@@ -12,10 +12,11 @@ from hermes.agent.factory import build_authorizer
 from hermes.config.schema import RbacConfig
 from hermes.errors import PermissionDeniedError, ToolError
 from hermes.models.base import ToolCall
-from hermes.tools import Tool, ToolContext, ToolRegistry, execute_tool_call
+from hermes.tools import Tool, ToolRegistry
 from hermes.tools.audit import AuditLog, read_audit
 from hermes.tools.decorator import make_tool
 from hermes.tools.permissions import Authorizer, scope_grants
+from hermes.tools.pipeline import CallContext, ToolExecutor
 
 
 def _noop() -> str:
@@ -300,11 +301,9 @@ async def test_the_executor_refuses_a_denied_call_as_permission_denied_data(auth
 
     tool = make_tool(pay_salary, permissions=("hr:salary:write",))
     registry = ToolRegistry([tool])
-    ctx = ToolContext(session_id="s-9", user_id="bob", trace_id="t-9")
-    ctx.extras["authorizer"] = authorizer
-    result = await execute_tool_call(
-        registry, ToolCall("c1", "pay_salary", {"employee": "e1"}), ctx
-    )
+    ctx = CallContext(session_id="s-9", user_id="bob", trace_id="t-9")
+    executor = ToolExecutor(registry, authorizer=authorizer)
+    result = await executor.run(ToolCall("c1", "pay_salary", {"employee": "e1"}), ctx)
     assert (result.ok, result.error.type) == (False, "permission_denied")
     assert "hr:salary:write" in result.error.message
     assert ran == []

@@ -12,7 +12,8 @@ import pytest
 from hermes import Agent
 from hermes.models.base import ToolCall
 from hermes.testing import ScriptedModel, calls, say
-from hermes.tools import ToolContext, ToolRegistry, ToolResult, execute_tool_call, tool
+from hermes.tools import ToolRegistry, ToolResult, tool
+from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.policies import BreakerPolicy, PolicyState, RetryPolicy
 
 FAST = RetryPolicy(max_attempts=2, initial_wait=0.001, max_wait=0.001)
@@ -51,12 +52,8 @@ def ledger() -> Ledger:
 async def call(
     registry: ToolRegistry, state: PolicyState, tmp_path: Path, name: str, args: Any
 ) -> ToolResult:
-    ctx = ToolContext(
-        call_id="c",
-        user_id="u1",
-        extras={"policy_state": state, "idempotency_path": tmp_path / "idem.db"},
-    )
-    return await execute_tool_call(registry, ToolCall("c", name, args), ctx)
+    executor = ToolExecutor(registry, state=state, idempotency_path=str(tmp_path / "idem.db"))
+    return await executor.run(ToolCall("c", name, args), CallContext(call_id="c", user_id="u1"))
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,8 @@ import pytest
 
 from hermes.errors import FieldProblem, ToolArgumentError
 from hermes.models.base import ToolCall
-from hermes.tools import ToolContext, ToolRegistry, ToolResult, execute_tool_call, tool
+from hermes.tools import ToolRegistry, ToolResult, tool
+from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.policies import BreakerBoard, BreakerPolicy, CircuitBreaker, PolicyState
 
 
@@ -165,8 +166,8 @@ def registry(upstream: Upstream) -> ToolRegistry:
 
 
 async def call(registry: ToolRegistry, state: PolicyState, name: str = "upstream") -> ToolResult:
-    ctx = ToolContext(call_id="c1", extras={"policy_state": state})
-    return await execute_tool_call(registry, ToolCall("c1", name, {}), ctx)
+    executor = ToolExecutor(registry, state=state)
+    return await executor.run(ToolCall("c1", name, {}), CallContext(call_id="c1"))
 
 
 async def test_open_circuit_refuses_at_once_without_running(
@@ -244,9 +245,9 @@ async def test_caller_errors_do_not_trip_the_breaker(clock: FakeClock) -> None:
 
     registry = ToolRegistry([tool(name="picky", circuit_breaker=BreakerPolicy(failures=1))(picky)])
     state = PolicyState(clock=clock)
-    ctx = ToolContext(call_id="c", extras={"policy_state": state})
+    executor = ToolExecutor(registry, state=state)
     for _ in range(3):
-        result = await execute_tool_call(registry, ToolCall("c", "picky", {"city": "X"}), ctx)
+        result = await executor.run(ToolCall("c", "picky", {"city": "X"}), CallContext(call_id="c"))
         assert result.error is not None
         assert result.error.type == "invalid_arguments"
     assert state.breakers.peek("picky").state == "closed"  # type: ignore[union-attr]
@@ -256,8 +257,8 @@ async def test_invalid_arguments_never_reach_the_breaker(
     registry: ToolRegistry, clock: FakeClock
 ) -> None:
     state = PolicyState(clock=clock)
-    ctx = ToolContext(call_id="c", extras={"policy_state": state})
-    result = await execute_tool_call(registry, ToolCall("c", "upstream", {"x": 1}), ctx)
+    executor = ToolExecutor(registry, state=state)
+    result = await executor.run(ToolCall("c", "upstream", {"x": 1}), CallContext(call_id="c"))
     assert result.error is not None
     assert result.error.type == "invalid_arguments"
     assert state.breakers.peek("upstream") is None

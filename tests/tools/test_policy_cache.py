@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from hermes.models.base import ToolCall
-from hermes.tools import ToolContext, ToolRegistry, ToolResult, execute_tool_call, tool
+from hermes.tools import ToolRegistry, ToolResult, tool
+from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.policies import PolicyState, ResultCache
 
 
@@ -47,8 +48,9 @@ def clock() -> FakeClock:
 async def lookup(
     registry: ToolRegistry, state: PolicyState, user: str | None = "u1", **args: Any
 ) -> ToolResult:
-    ctx = ToolContext(user_id=user, call_id="c", extras={"policy_state": state})
-    return await execute_tool_call(registry, ToolCall("c", "rate", {"base": "USD", **args}), ctx)
+    ctx = CallContext(user_id=user, call_id="c")
+    executor = ToolExecutor(registry, state=state)
+    return await executor.run(ToolCall("c", "rate", {"base": "USD", **args}), ctx)
 
 
 async def test_an_identical_call_within_the_ttl_is_a_hit(rates: Rates, clock: FakeClock) -> None:

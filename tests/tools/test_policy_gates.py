@@ -11,7 +11,8 @@ import pytest
 from hermes.errors import PermissionDeniedError, StoreError
 from hermes.models.base import ToolCall
 from hermes.observe import configure_logging, reset_logging
-from hermes.tools import Tool, ToolContext, ToolRegistry, ToolResult, execute_tool_call, tool
+from hermes.tools import Tool, ToolRegistry, ToolResult, tool
+from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.policies import BreakerPolicy, PolicyState
 
 
@@ -65,10 +66,24 @@ def backend() -> Backend:
 async def call(
     registry: ToolRegistry, call_id: str = "call-7", user: str = "alice", **extras: Any
 ) -> ToolResult:
-    ctx = ToolContext(
-        session_id="session-0001", user_id=user, trace_id="trace-1", call_id=call_id, extras=extras
+    """One call through a pipeline built with ``authorizer``/``policy_state``/``idempotency_path``
+    (each optional); ``approved_call_ids``: the call counts as approved when its id is in it."""
+    approved = call_id in extras.pop("approved_call_ids", ())
+    executor = ToolExecutor(
+        registry,
+        authorizer=extras.pop("authorizer", None),
+        state=extras.pop("policy_state", None),
+        idempotency_path=extras.pop("idempotency_path", None),
     )
-    return await execute_tool_call(registry, ToolCall(call_id, "delete_user", {"user": "x"}), ctx)
+    ctx = CallContext(
+        session_id="session-0001",
+        user_id=user,
+        trace_id="trace-1",
+        call_id=call_id,
+        approved=approved,
+        extras=extras,
+    )
+    return await executor.run(ToolCall(call_id, "delete_user", {"user": "x"}), ctx)
 
 
 async def test_a_user_without_the_scope_is_refused_before_anything_runs(
@@ -153,8 +168,8 @@ async def test_authorization_comes_before_approval(backend: Backend) -> None:
 async def test_invalid_arguments_are_refused_before_authorization(backend: Backend) -> None:
     authorizer = ScopeAuthorizer({})
     registry = backend.registry(permissions=("users:admin",))
-    ctx = ToolContext(user_id="alice", call_id="c", extras={"authorizer": authorizer})
-    result = await execute_tool_call(registry, ToolCall("c", "delete_user", {}), ctx)
+    executor = ToolExecutor(registry, authorizer=authorizer)
+    result = await executor.run(ToolCall("c", "delete_user", {}), CallContext(user_id="alice"))
     assert result.error is not None
     assert result.error.type == "invalid_arguments"
     assert authorizer.checks == []

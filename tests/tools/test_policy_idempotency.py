@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from hermes.models.base import ToolCall
-from hermes.tools import ToolContext, ToolRegistry, ToolResult, execute_tool_call, tool
+from hermes.tools import ToolRegistry, ToolResult, tool
+from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.policies import IdempotencyStore, PolicyState
 
 
@@ -67,10 +68,8 @@ async def refund(
     **args: Any,
 ) -> ToolResult:
     args = {"order_id": "A-1", "amount": 10, **args}
-    ctx = ToolContext(
-        user_id=user, call_id="c1", extras={"policy_state": state, "idempotency_path": db}
-    )
-    return await execute_tool_call(registry, ToolCall("c1", "refund", args), ctx)
+    executor = ToolExecutor(registry, state=state, idempotency_path=str(db))
+    return await executor.run(ToolCall("c1", "refund", args), CallContext(user_id=user))
 
 
 async def test_a_repeated_call_returns_the_stored_result_without_running(
@@ -234,13 +233,10 @@ async def test_a_call_that_timed_out_is_never_run_again_blindly(tmp_path: Path) 
         return "paid"
 
     registry, state = ToolRegistry([pay]), PolicyState()
-    ctx = ToolContext(
-        call_id="c",
-        workspace=tmp_path,
-        extras={"policy_state": state, "idempotency_path": str(tmp_path / "i.db")},
-    )
-    first = await execute_tool_call(registry, ToolCall("c1", "pay", {"order": "o1"}), ctx)
-    second = await execute_tool_call(registry, ToolCall("c2", "pay", {"order": "o1"}), ctx)
+    executor = ToolExecutor(registry, state=state, idempotency_path=str(tmp_path / "i.db"))
+    ctx = CallContext(workspace=str(tmp_path))
+    first = await executor.run(ToolCall("c1", "pay", {"order": "o1"}), ctx)
+    second = await executor.run(ToolCall("c2", "pay", {"order": "o1"}), ctx)
     assert first.error is not None
     assert first.error.type == "timeout"
     assert second.error is not None
@@ -251,9 +247,9 @@ async def test_a_call_that_timed_out_is_never_run_again_blindly(tmp_path: Path) 
 
 async def test_the_default_file_is_under_the_workspace(orders: Orders, tmp_path: Path) -> None:
     state = PolicyState()
-    ctx = ToolContext(call_id="c", workspace=tmp_path, extras={"policy_state": state})
+    ctx = CallContext(call_id="c", workspace=str(tmp_path))
     call = ToolCall("c", "refund", {"order_id": "A-9", "amount": 1})
-    await execute_tool_call(orders.registry(), call, ctx)
+    await ToolExecutor(orders.registry(), state=state).run(call, ctx)
     assert (tmp_path / ".hermes" / "idempotency.db").is_file()
     await state.close()
 

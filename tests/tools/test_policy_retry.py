@@ -25,7 +25,8 @@ from hermes.errors import (
 )
 from hermes.models.base import ToolCall
 from hermes.observe import configure_logging, reset_logging
-from hermes.tools import ToolContext, ToolRegistry, ToolResult, execute_tool_call, tool
+from hermes.tools import ToolRegistry, ToolResult, tool
+from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.policies import PolicyState, RetryPolicy, is_retryable
 from hermes.tools.policies.retry import status_code_of
 
@@ -170,8 +171,8 @@ def flaky_tool(flaky: Flaky, retry: Any = FAST, **options: Any) -> ToolRegistry:
 
 
 async def run(registry: ToolRegistry, name: str = "flaky", **args: Any) -> ToolResult:
-    ctx = ToolContext(call_id="c1", extras={"policy_state": PolicyState()})
-    return await execute_tool_call(registry, ToolCall("c1", name, args), ctx)
+    executor = ToolExecutor(registry, state=PolicyState())
+    return await executor.run(ToolCall("c1", name, args), CallContext(call_id="c1"))
 
 
 async def test_network_error_is_retried_until_success() -> None:

@@ -37,8 +37,8 @@ from hermes.tools.base import Tool
 from hermes.tools.builtin import BUILTIN_TOOLS
 from hermes.tools.builtin.memory_tools import MEMORY_KEY, MEMORY_TOOLS
 from hermes.tools.decorator import as_tool
-from hermes.tools.executor import MEMORY_BACKGROUND_KEY, TOOL_MEMORY_KEY
 from hermes.tools.permissions import Authorizer
+from hermes.tools.pipeline import ToolExecutor
 from hermes.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -137,10 +137,14 @@ class Agent:
         )
         runtime = self._runtime
         _equip(runtime, authorizer, toolset_limit, self.memory)
-        runtime.extras = _tool_extras(self.store, http_allow) | _memory_extras(self.memory)
-        #: What every tool call finds in ``ToolContext.extras`` (``http_allow``,
-        #: ``idempotency_path``, ``protected_paths``…); extend it before the first turn.
+        runtime.extras = {"http_allow": list(http_allow)} | _memory_extras(self.memory)
+        #: What every tool call finds in ``ToolContext.extras``: the tools' own settings
+        #: (``http_allow``, ``protected_paths``, ``timezone``…), JSON data only; extend it
+        #: before the first turn.
         self.tool_extras = runtime.extras
+        #: The tool pipeline every call of this agent runs through (``hermes.tools.pipeline``):
+        #: add a step of your own with ``agent.executor.insert(step, before="run")``.
+        self.executor = runtime.executor = _executor(runtime, self.store, self.memory)
         #: Claims on sessions (OS file locks beside a SQLite file, else in-process locks):
         #: one turn per session at a time, across processes (hermes.session.locks).
         self._locks = open_locks(self.store)
@@ -411,24 +415,31 @@ def _open_memory(
 
 
 def _memory_extras(memory: Memory | None) -> dict[str, Any]:
-    """What tool calls get in ``ToolContext.extras`` from the memory (see the executor)."""
+    """What tool calls get in ``ToolContext.extras`` from the memory (the memory tools)."""
     if memory is None:
         return {}
-    extras: dict[str, Any] = {MEMORY_KEY: memory}
-    if memory.tools is not None:
-        extras[TOOL_MEMORY_KEY] = memory.tools
-        extras[MEMORY_BACKGROUND_KEY] = memory
-    return extras
+    return {MEMORY_KEY: memory}
 
 
-def _tool_extras(store: Store, http_allow: Sequence[str]) -> dict[str, Any]:
-    """What every tool call gets in ``ToolContext.extras``."""
-    extras: dict[str, Any] = {"http_allow": list(http_allow)}
+def _executor(runtime: Runtime, store: Store, memory: Memory | None) -> ToolExecutor:
+    """The agent's tool pipeline: its authorizer; idempotency records beside the session
+    database (not in the tools' workspace); memory's step in the cache's place."""
     path = getattr(store, "path", None)
-    if isinstance(path, str) and path != ":memory:":
-        # Idempotency records live beside the session database, not in the tools' workspace.
-        extras["idempotency_path"] = str(Path(path).with_name("idempotency.db"))
-    return extras
+    beside = (
+        str(Path(path).with_name("idempotency.db"))
+        if isinstance(path, str) and path != ":memory:"
+        else None
+    )
+    executor = ToolExecutor(
+        runtime.tools,
+        authorizer=runtime.authorizer,
+        idempotency_path=beside,
+        max_output_chars=runtime.settings.max_output_chars,
+    )
+    step = None if memory is None else memory.pipeline_step()
+    if step is not None:
+        executor.replace("cache", step)
+    return executor
 
 
 def _check_settings(**values: int) -> None:

@@ -7,6 +7,10 @@ Their next message decides (:func:`classify`): a yes-word runs the call(s), a no
 them, anything else is a correction the model hears about. ``Agent.approve``/``reject`` take
 the same paths by approval id. A pending approval expires with the ``awaiting_confirmation``
 state's timeout.
+
+Which calls wait is the pipeline's decision (``hermes.tools.pipeline.approval``: after
+validation, authorization and the tool's precheck, it raises ``ApprovalRequired``); this
+module is the human side — the wording, the classification of the answer, the expiry.
 """
 
 from __future__ import annotations
@@ -18,15 +22,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hermes.errors import ToolArgumentError
-from hermes.models.base import ToolCall
 from hermes.tools.base import Tool, ToolResult
 from hermes.tools.registry import ToolRegistry
-from hermes.tools.validation import validate_arguments
 
 __all__ = [
     "NO_WORDS",
-    "PRECHECK_ATTRIBUTE",
     "YES_WORDS",
     "Decision",
     "PendingApproval",
@@ -36,10 +36,8 @@ __all__ = [
     "classify",
     "correction_note",
     "impact",
-    "needs_approval",
     "new_approval_id",
     "pending_result",
-    "precheck",
 ]
 
 Decision = Literal["approve", "reject", "correct"]
@@ -51,10 +49,6 @@ YES_WORDS = frozenset(
 NO_WORDS = frozenset({"不", "不要", "取消", "算了", "否"} | {"no", "n", "cancel", "reject", "stop"})
 #: Trailing punctuation ignored when matching a whole message against the words above.
 _TRAILING = re.compile(r"[\s。！!.?？，,~～…]+$")
-#: An attribute a tool function may carry: ``check(arguments) -> None`` raising
-#: ``ToolArgumentError`` for a call that must never run (the shell deny-list). It runs before
-#: a person is asked, so nobody is asked to approve what would be refused anyway.
-PRECHECK_ATTRIBUTE = "__hermes_precheck__"
 _MAX_IMPACT = 300
 _MAX_DESCRIPTION = 120
 
@@ -137,34 +131,6 @@ def classify(text: str) -> Decision:
     if word in NO_WORDS:
         return "reject"
     return "correct"
-
-
-def needs_approval(tool: Tool | None, tc: ToolCall) -> bool:
-    """Whether ``tc`` is a well-formed call of a tool that needs a person's approval.
-
-    Malformed calls are not proposed: the executor refuses them with ``invalid_arguments`` and
-    the model can correct them first.
-    """
-    if tool is None or not tool.requires_approval or tc.arguments_error is not None:
-        return False
-    try:
-        validate_arguments(tool.parameters, tc.arguments)
-    except ToolArgumentError:
-        return False
-    return True
-
-
-def precheck(tool: Tool, tc: ToolCall) -> ToolResult | None:
-    """The refusal of a call its tool's precheck rejects (see :data:`PRECHECK_ATTRIBUTE`)."""
-    check = getattr(tool.fn, PRECHECK_ATTRIBUTE, None)
-    if check is None:
-        return None
-    try:
-        check(tc.arguments)
-    except ToolArgumentError as exc:
-        message = f"tool {tool.name!r} refused the call before asking anyone: {exc.message}"
-        return ToolResult.failure("invalid_arguments", message)
-    return None
 
 
 def pending_result(approval_id: str, tool: str) -> ToolResult:

@@ -1,5 +1,5 @@
-"""The approval parts of a turn: find the session's pending approval, and split one model
-response's calls into those that run now and those a person must approve first (seed 004 §4.3)."""
+"""The approval parts of a turn: find the session's pending approval, and gather the calls of
+one model response the pipeline's approval step held for a person (seed 004 §4.3)."""
 
 from __future__ import annotations
 
@@ -9,17 +9,16 @@ from hermes.agent.approvals import (
     PendingApproval,
     PendingCall,
     impact,
-    needs_approval,
     new_approval_id,
     pending_result,
-    precheck,
 )
 from hermes.agent.recovery import drop_approval
 from hermes.agent.tools_step import run_tool_calls
 from hermes.agent.turn_state import Runtime, TurnState
 from hermes.errors import InvalidInputError
 from hermes.models.base import ToolCall
-from hermes.tools.base import ToolContext, ToolResult
+from hermes.tools.base import ToolResult
+from hermes.tools.pipeline import CallContext
 
 __all__ = ["check_requested", "current_approval", "run_with_proposals"]
 
@@ -62,65 +61,32 @@ def current_approval(turn: TurnState) -> PendingApproval | None:
 
 
 async def run_with_proposals(
-    rt: Runtime,
-    turn: TurnState,
-    calls: list[ToolCall],
-    ctx: ToolContext,
-    *,
-    approved: bool,
+    rt: Runtime, turn: TurnState, calls: list[ToolCall], ctx: CallContext
 ) -> tuple[list[ToolResult], bool]:
-    """Run the calls that need no approval; the others get an ``approval_pending`` result and
-    go together into one :class:`PendingApproval` (``turn.proposal``).
+    """Run the calls through the pipeline; those its approval step asks a person about
+    (valid, allowed, passed the tool's precheck — ``ctx.approved`` false) get an
+    ``approval_pending`` result and go together into one :class:`PendingApproval`
+    (``turn.proposal``).
 
     Returns the results in the order of ``calls`` and whether the turn ran out of time.
     """
-    held: dict[int, ToolResult] = {}
-    if not approved:
-        held = _hold(rt, turn, calls)
-    to_run = [tc for i, tc in enumerate(calls) if i not in held]
-    ran: list[ToolResult] = []
-    timed_out = False
-    if to_run:
-        ran, timed_out = await run_tool_calls(
-            rt.tools,
-            to_run,
-            ctx,
-            turn.emit,
-            max_output_chars=rt.settings.max_output_chars,
-            deadline=turn.deadline,
-        )
-    if not held:
-        return ran, timed_out
-    it = iter(ran)
-    return [held[i] if i in held else next(it) for i in range(len(calls))], timed_out
-
-
-def _hold(rt: Runtime, turn: TurnState, calls: list[ToolCall]) -> dict[int, ToolResult]:
-    """Results for the calls that must not run now (proposed or refused by a precheck)."""
-    held: dict[int, ToolResult] = {}
+    results, asked, timed_out = await run_tool_calls(
+        rt.pipeline(), calls, ctx, turn.emit, deadline=turn.deadline
+    )
+    if not asked:
+        return results, timed_out
+    approval_id = new_approval_id()
     proposed: list[PendingCall] = []
-    approval_id = ""
-    authorizer = rt.authorizer if rt.authorizer is not None and rt.authorizer.enabled else None
-    for i, tc in enumerate(calls):
-        tool = rt.tools.get(tc.name)
-        if tool is None or not needs_approval(tool, tc):
-            continue
-        if authorizer is not None and not authorizer.allowed(turn.user_id, tool):
-            continue  # the executor refuses it (permission_denied): nobody is asked
-        refused = precheck(tool, tc)
-        if refused is not None:
-            held[i] = refused
-            continue
-        approval_id = approval_id or new_approval_id()
-        proposed.append(
-            PendingCall(tc.id, tool.name, dict(tc.arguments), impact(tool, tc.arguments))
-        )
-        held[i] = pending_result(approval_id, tool.name)
-    if proposed:
-        now = time.time()
-        spec = rt.states.states.get(CONFIRMATION_STATE)
-        lifetime = spec.timeout if spec is not None and spec.timeout else DEFAULT_LIFETIME_S
-        turn.proposal = PendingApproval(
-            approval_id, proposed, now, now + lifetime, turn.chinese, turn.trace_id
-        )
-    return held
+    for i in sorted(asked):
+        signal = asked[i]
+        tool = rt.tools.get(signal.tool)
+        line = impact(tool, signal.arguments) if tool is not None else signal.tool
+        proposed.append(PendingCall(calls[i].id, signal.tool, signal.arguments, line))
+        results[i] = pending_result(approval_id, signal.tool)
+    now = time.time()
+    spec = rt.states.states.get(CONFIRMATION_STATE)
+    lifetime = spec.timeout if spec is not None and spec.timeout else DEFAULT_LIFETIME_S
+    turn.proposal = PendingApproval(
+        approval_id, proposed, now, now + lifetime, turn.chinese, turn.trace_id
+    )
+    return results, timed_out

@@ -11,15 +11,15 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hermes.agent.events import AgentEvent, ToolCallFinished, ToolCallStarted
 from hermes.agent.result import ToolCallRecord
 from hermes.models.base import ModelResponse, ToolCall
 from hermes.session.items import Item
-from hermes.tools.base import ToolContext, ToolResult
-from hermes.tools.executor import execute_tool_call
+from hermes.tools.base import ToolResult
+from hermes.tools.pipeline import ApprovalRequired, CallContext, ToolExecutor
 from hermes.tools.registry import ToolRegistry
 
 REPEAT_NOTE = (
@@ -132,34 +132,31 @@ def _out_of_time(tc: ToolCall) -> ToolResult:
 
 
 async def run_tool_calls(
-    registry: ToolRegistry,
+    executor: ToolExecutor,
     calls: list[ToolCall],
-    ctx: ToolContext,
+    ctx: CallContext,
     emit: Callable[[AgentEvent], None],
     *,
-    max_output_chars: int,
     deadline: float,
-) -> tuple[list[ToolResult], bool]:
+) -> tuple[list[ToolResult], dict[int, ApprovalRequired], bool]:
     """Run the calls of one response until ``deadline`` (event-loop time).
 
-    Returns the results in the order of the calls and whether time ran out. A call that
-    finished keeps its real result even when a sibling is still running at the deadline (its
-    side effects happened: the model must know); only unfinished calls get a ``timeout``
-    result, so every call has exactly one result.
+    Returns the results in the order of the calls, the calls the pipeline asked a person's
+    approval for (by index; their result is a placeholder the caller replaces) and whether
+    time ran out. A call that finished keeps its real result even when a sibling is still
+    running at the deadline (its side effects happened: the model must know); only
+    unfinished calls get a ``timeout`` result, so every call has exactly one result.
     """
     results: dict[int, ToolResult] = {}
+    asked: dict[int, ApprovalRequired] = {}
 
     async def one(i: int, tc: ToolCall) -> None:
         emit(ToolCallStarted(tc.id, tc.name, tc.arguments))
-        call_ctx = ToolContext(
-            session_id=ctx.session_id,
-            user_id=ctx.user_id,
-            trace_id=ctx.trace_id,
-            call_id=tc.id,
-            workspace=ctx.workspace,
-            extras=ctx.extras,
-        )
-        result = await execute_tool_call(registry, tc, call_ctx, max_output_chars=max_output_chars)
+        try:
+            result = await executor.run(tc, replace(ctx, call_id=tc.id), signals="raise")
+        except ApprovalRequired as signal:
+            asked[i] = signal
+            result = ToolResult.failure("approval_pending", signal.message)
         results[i] = result
         emit(
             ToolCallFinished(
@@ -176,6 +173,7 @@ async def run_tool_calls(
         for i in indexes:
             await one(i, calls[i])
 
+    registry = executor.registry
     serial = [i for i, tc in enumerate(calls) if not _parallel_safe(registry, tc)]
     jobs = [one(i, tc) for i, tc in enumerate(calls) if i not in serial]
     if serial:
@@ -200,7 +198,8 @@ async def run_tool_calls(
             with contextlib.suppress(asyncio.CancelledError):
                 await task  # re-raises a bug in our own code; tool failures are data
         timed_out = bool(pending)
-    return [results.get(i) or _out_of_time(tc) for i, tc in enumerate(calls)], timed_out
+    outcome = [results.get(i) or _out_of_time(tc) for i, tc in enumerate(calls)]
+    return outcome, asked, timed_out
 
 
 def _parallel_safe(registry: ToolRegistry, tc: ToolCall) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from hermes.agent import texts
@@ -62,8 +63,7 @@ from hermes.session.items import ContextSlice, Item
 from hermes.session.locks import SessionClaim
 from hermes.session.summary import fold_backlog
 from hermes.session.tokens import message_tokens
-from hermes.tools.base import ToolContext
-from hermes.tools.executor import APPROVED_CALLS_KEY
+from hermes.tools.pipeline import CallContext
 
 __all__ = ["Runtime", "TurnSettings", "run_turn"]
 
@@ -320,25 +320,18 @@ async def _iterate(
 ) -> Ending:
     specs: list[ToolSpec] = rt.offer(turn.user_id, text)
     steps = ToolStepState()
-    ctx = ToolContext(
+    ctx = CallContext(
         session_id=turn.session_id,
         user_id=turn.user_id,
         trace_id=turn.trace_id,
-        workspace=rt.settings.workspace,
-        extras=rt.tool_extras() | _memory_extras(rt, turn, text),
+        workspace=str(rt.settings.workspace),
+        extras=rt.extras | _memory_extras(rt, turn, text),
     )
     if approved is not None:
         # The person said yes: run the calls now, as new calls with fresh ids (each paired
         # with its result in the log), then let the model see the results.
         response = _approved_response(approved)
-        ids = frozenset(tc.id for tc in response.tool_calls)
-        approved_ctx = ToolContext(
-            session_id=ctx.session_id,
-            user_id=ctx.user_id,
-            trace_id=ctx.trace_id,
-            workspace=ctx.workspace,
-            extras={**ctx.extras, APPROVED_CALLS_KEY: ids},
-        )
+        approved_ctx = replace(ctx, approved=True)
         added = await _tool_step(
             rt, turn, response, messages=messages, steps=steps, ctx=approved_ctx, approved=True
         )
@@ -429,12 +422,12 @@ async def _tool_step(
     *,
     messages: list[dict[str, Any]],
     steps: ToolStepState,
-    ctx: ToolContext,
+    ctx: CallContext,
     approved: bool = False,
 ) -> list[dict[str, Any]]:
     """Store the calls, run them, store their results; returns the messages it added.
 
-    Calls that need a person's approval are not run (unless ``approved``): they get an
+    Calls that need a person's approval are not run (unless ``ctx.approved``): they get an
     ``approval_pending`` result and ``turn.proposal`` holds them.
     """
     tm = turn.memory
@@ -449,7 +442,7 @@ async def _tool_step(
     turn.pending_calls = [(tc.id, tc.name) for tc in calls]
     call_message = assistant_message(response)
     messages.append(call_message)
-    results, timed_out = await run_with_proposals(rt, turn, calls, ctx, approved=approved)
+    results, timed_out = await run_with_proposals(rt, turn, calls, ctx)
     if tm is not None:
         from hermes.agent import memory_step
 

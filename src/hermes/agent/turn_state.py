@@ -20,6 +20,7 @@ from hermes.session.store import Store
 from hermes.session.summary import Summarizer
 from hermes.session.tokens import REPLY_PRIMING, count_tokens, message_tokens
 from hermes.tools.permissions import Authorizer
+from hermes.tools.pipeline import ToolExecutor
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.toolsets import ToolsetIndex
 
@@ -65,8 +66,10 @@ class Runtime:
     #: Picks the relevant toolsets when more than ``toolset_limit`` tools would be offered.
     toolsets: ToolsetIndex | None = None
     toolset_limit: int = 20
-    #: What every tool call gets in ``ToolContext.extras`` (http_allow, idempotency_path, …).
+    #: What every tool call gets in ``ToolContext.extras``: the tools' settings (http_allow, …).
     extras: dict[str, Any] = field(default_factory=dict)
+    #: The tool pipeline (``Agent.executor``); set by the agent before the first turn.
+    executor: ToolExecutor | None = None
     #: Working memory, recall, arguments from memory, learning (seed 001 §5); None: all off.
     memory: Memory | None = None
 
@@ -96,11 +99,11 @@ class Runtime:
             tools = authorizer.filter_tools(user_id, tools)
         return self.tools.specs([t.name for t in tools])
 
-    def tool_extras(self) -> dict[str, Any]:
-        extras = dict(self.extras)
-        if self.authorizer is not None and self.authorizer.enabled:
-            extras["authorizer"] = self.authorizer
-        return extras
+    def pipeline(self) -> ToolExecutor:
+        """The tool pipeline (built by the agent; one per agent)."""
+        if self.executor is None:
+            self.executor = ToolExecutor(self.tools, authorizer=self.authorizer)
+        return self.executor
 
     @property
     def message_budget(self) -> int:

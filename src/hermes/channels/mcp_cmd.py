@@ -259,6 +259,7 @@ async def _serve(loaded: LoadedConfig, transport: str, host: str, port: int) -> 
             user_id=settings.user,
             workspace=loaded.workspace,
             extras=agent.tool_extras,
+            executor=agent.executor,
             include_remote=settings.include_mcp_tools,
             # Servers that connect late, reconnect or change their tools are picked up at the
             # next request, as an agent picks them up at the next turn.

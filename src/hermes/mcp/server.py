@@ -19,9 +19,9 @@ What a client is offered (``tools/list``)
     records nothing else a hint could honestly be derived from.
 
 What a call does (``tools/call``)
-    It goes through :func:`~hermes.tools.executor.execute_tool_call` like every other call
-    (validation, authorizer, approval gate, idempotency, cache, breaker, timeout, retry,
-    sandbox), with a :class:`ToolContext` whose ``session_id`` is ``"mcp"``, ``user_id`` the
+    It goes through the tool pipeline (:class:`~hermes.tools.pipeline.ToolExecutor`) like
+    every other call (validation, authorizer, approval gate, idempotency, cache, breaker,
+    timeout, retry, sandbox), with a call context whose ``session_id`` is ``"mcp"``, ``user_id`` the
     server's, a fresh ``trace_id`` per call, and the server's workspace and extras. Outcomes:
 
     - success: one ``TextContent`` (a string output as is, anything else as JSON) and
@@ -82,14 +82,10 @@ from hermes.mcp.server_http import (
 )
 from hermes.models.base import ToolCall
 from hermes.observe import get_logger, log_context
-from hermes.tools.base import Tool, ToolContext, ToolResult
-from hermes.tools.executor import (
-    APPROVED_CALLS_KEY,
-    AUTHORIZER_KEY,
-    execute_tool_call,
-    json_safe,
-)
+from hermes.tools.base import Tool, ToolResult
+from hermes.tools.executor import REMOVED_EXTRAS
 from hermes.tools.permissions import Authorizer
+from hermes.tools.pipeline import CallContext, ToolExecutor, json_safe
 from hermes.tools.registry import ToolRegistry
 
 __all__ = ["MCP_SESSION_ID", "HermesMcpServer", "McpServeError"]
@@ -120,10 +116,11 @@ class HermesMcpServer:
     """The tools of ``tools`` offered to MCP clients (rules in the module docstring).
 
     ``user_id`` is who every call runs as (for the ``authorizer`` and idempotency keys);
-    ``workspace`` (default: the current directory) and ``extras`` fill each call's
-    :class:`ToolContext`. ``extras`` cannot pre-approve calls: approvals follow
-    ``allow_approval`` only. The registry is read at each request, so tools registered later
-    are offered from the next ``tools/list``.
+    ``workspace`` (default: the current directory) and ``extras`` (the tools' settings) fill
+    each call's :class:`~hermes.tools.pipeline.CallContext`; approvals follow
+    ``allow_approval`` only. Calls run through ``executor`` (an agent's, with its steps),
+    else through a pipeline of ``tools`` with ``authorizer``. The registry is read at each
+    request, so tools registered later are offered from the next ``tools/list``.
     """
 
     def __init__(
@@ -139,6 +136,7 @@ class HermesMcpServer:
         max_output_chars: int = 20_000,
         include_remote: bool = False,
         before_request: Callable[[], None] | None = None,
+        executor: ToolExecutor | None = None,
     ) -> None:
         if max_output_chars < 1:
             raise ValueError(f"max_output_chars must be at least 1, got {max_output_chars}")
@@ -152,10 +150,12 @@ class HermesMcpServer:
         #: Called before each listing and call: brings a registry with remote tools up to
         #: date (``hermes mcp serve`` passes the agent's MCP sync), as a turn would.
         self._before_request = before_request
-        base = {k: v for k, v in (extras or {}).items() if k != APPROVED_CALLS_KEY}
-        if authorizer is not None:
-            base[AUTHORIZER_KEY] = authorizer
-        self._extras = base
+        self._extras = {k: v for k, v in (extras or {}).items() if k not in REMOVED_EXTRAS}
+        self.executor = (
+            executor
+            if executor is not None
+            else ToolExecutor(tools, authorizer=authorizer, max_output_chars=max_output_chars)
+        )
         self._listed: dict[str, _Listed] = {}
         self.sdk_server: Server[Any] = Server(
             name,
@@ -290,21 +290,18 @@ class HermesMcpServer:
         self, tool: Tool, arguments: dict[str, Any], trace_id: str
     ) -> types.CallToolResult:
         call_id = f"mcp-{uuid.uuid4().hex}"
-        extras = dict(self._extras)
-        if tool.requires_approval:  # reached only with allow_approval: the client approved it
-            extras[APPROVED_CALLS_KEY] = frozenset((call_id,))
-        context = ToolContext(
+        context = CallContext(
             session_id=MCP_SESSION_ID,
             user_id=self.user_id,
             trace_id=trace_id,
             call_id=call_id,
-            workspace=self.workspace,
-            extras=extras,
+            workspace=str(self.workspace),
+            # Reached only with allow_approval for such a tool: the client approved it.
+            approved=tool.requires_approval,
+            extras=self._extras,
         )
         call = ToolCall(id=call_id, name=tool.name, arguments=arguments)
-        result = await execute_tool_call(
-            self.tools, call, context, max_output_chars=self.max_output_chars
-        )
+        result = await self.executor.run(call, context, max_output_chars=self.max_output_chars)
         try:
             return self._answer(tool, result, trace_id)
         except Exception as exc:  # noqa: BLE001 - reported to the client and logged, not raised

@@ -17,7 +17,7 @@ the extractor that turns what the user said into memories, the recall policy and
 recording tool calls run as tasks the facade tracks, so a reply never waits for them. Their
 errors are logged, never raised. :meth:`Memory.drain` waits for them (tests, shutdown);
 :meth:`Memory.aclose` drains with a bound, cancels what is left, then closes the stores. Work
-still pending when the process dies is lost (see ``hermes.tools.executor`` for the window).
+still pending when the process dies is lost (see ``hermes.memory.step`` for the window).
 
 **Habits** (``habits=True``; seed 001 §5.2 "隐式积累", off by default): one
 :class:`~hermes.memory.habits.HabitCounter` per user, kept as JSON in a ``memory_habits``
@@ -50,6 +50,7 @@ from hermes.memory.habits import HabitCounter
 from hermes.memory.longterm import MemoryStore
 from hermes.memory.recall import DEFAULT_POLICY, RecallPolicy, select_hits
 from hermes.memory.records import MemoryDraft, MemoryHit, MemoryKind, MemoryRecord
+from hermes.memory.step import MemoryStep
 from hermes.memory.tiers import ToolMemory
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
@@ -190,6 +191,14 @@ class Memory:
 
     def now(self) -> datetime:
         return self.clock()
+
+    def pipeline_step(self) -> MemoryStep | None:
+        """Memory's step for an agent's tool pipeline (it replaces the ``cache`` step): calls
+        recorded in the tiers and ``cache_ttl`` served from them, recorded in the background
+        (:mod:`hermes.memory.step`); None when this memory keeps no tool calls."""
+        if self.tools is None:
+            return None
+        return MemoryStep(self.tools, background=self)
 
     # -- background work ------------------------------------------------------------------------
     def spawn(self, work: Coroutine[Any, Any, Any], *, what: str) -> None:

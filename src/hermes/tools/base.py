@@ -18,6 +18,11 @@ from hermes.tools.policies.breaker import BreakerPolicy
 from hermes.tools.policies.retry import RetryPolicy
 
 SandboxMode = Literal["none", "process"]
+#: An attribute a tool function may carry: ``check(arguments) -> None`` raising
+#: ``ToolArgumentError`` for a call that must never run (the shell deny-list). The approval
+#: step runs it before a person is asked, so nobody is asked to approve what would be refused
+#: anyway (``hermes.tools.pipeline.approval``).
+PRECHECK_ATTRIBUTE = "__hermes_precheck__"
 
 
 class ToolErrorInfo(BaseModel):
@@ -86,7 +91,7 @@ class Tool:
     that receives the :class:`ToolContext`, if any. ``parallel_safe=False`` makes concurrent
     calls of one model response run in order.
 
-    Execution policies (all off by default; see ``hermes.tools.executor`` for the pipeline):
+    Execution policies (all off by default; see ``hermes.tools.pipeline`` for the chain):
     ``retry`` and ``circuit_breaker`` (``hermes.tools.policies``); ``idempotency_key`` — the
     argument names whose values make the key of a call whose result is stored and replayed
     (``()``: all arguments; ``None``: not idempotent) for ``idempotency_ttl`` seconds;

@@ -18,7 +18,7 @@ class ToolRegistry:
     Not thread-safe for writes: register tools at start-up (or from the event loop's thread).
     """
 
-    __slots__ = ("_spec_cache", "_specs", "_tools")
+    __slots__ = ("__weakref__", "_spec_cache", "_specs", "_tools")
 
     def __init__(self, tools: Iterable[Any] = ()) -> None:
         self._tools: dict[str, Tool] = {}

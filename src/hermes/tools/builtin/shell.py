@@ -28,7 +28,7 @@ import tempfile
 from typing import IO, Any
 
 from hermes.errors import ToolExecutionError, ToolTimeoutError
-from hermes.tools.base import ToolContext
+from hermes.tools.base import PRECHECK_ATTRIBUTE, ToolContext
 from hermes.tools.builtin.shell_policy import check_command
 from hermes.tools.decorator import tool
 
@@ -41,9 +41,6 @@ MAX_STREAM_BYTES = 64 * 1024
 COMMAND_TIMEOUT_S = 25.0
 SHELL_PERMISSION = "system:shell"
 _SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
-#: The attribute ``hermes.agent.approvals.PRECHECK_ATTRIBUTE`` looks for (a literal here: the
-#: tools layer does not import the agent layer).
-_PRECHECK_ATTRIBUTE = "__hermes_precheck__"
 
 
 @tool(
@@ -103,7 +100,7 @@ def _precheck(arguments: dict[str, Any]) -> None:
     check_command(arguments.get("command"))  # type: ignore[arg-type]  # non-text is refused
 
 
-setattr(shell, _PRECHECK_ATTRIBUTE, _precheck)
+setattr(shell, PRECHECK_ATTRIBUTE, _precheck)
 
 
 def _read_capped(stream: IO[bytes]) -> tuple[str, bool]:
