@@ -27,11 +27,11 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from hermes.models.base import ToolCall
 from hermes.tools import Tool, ToolContext, ToolRegistry, as_tool, execute_tool_call, tool
 from hermes.tools.builtin.calculator import calculator
+from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.policies import BreakerPolicy, PolicyState, RetryPolicy
 
 CallFn = Callable[[int], Awaitable[None]]
@@ -70,17 +70,13 @@ class AllowAll:
         return None
 
 
-class ApproveAll:
-    """``approved_call_ids`` that contains every call id."""
+def call_fn(executor: ToolExecutor, ctx: CallContext, name: str, *, fresh: bool) -> CallFn:
+    """One call of ``name`` through ``executor`` (built once, as an agent builds its own)."""
 
-    def __contains__(self, call_id: object) -> bool:
-        return True
-
-
-def call_fn(registry: ToolRegistry, ctx: ToolContext, name: str, *, fresh: bool) -> CallFn:
     async def one(i: int) -> None:
         n = i if fresh else i % 8
-        result = await execute_tool_call(registry, ToolCall(f"call-{i}", name, {"n": n}), ctx)
+        call_ctx = ctx.for_call(f"call-{i}")  # what a turn does for each call
+        result = await executor.run(ToolCall(f"call-{i}", name, {"n": n}), call_ctx)
         assert result.ok, result
 
     return one
@@ -132,19 +128,20 @@ async def main(calls: int, sandbox_calls: int) -> None:
     print(f"Python {platform.python_version()} on {platform.machine()}, {calls} calls per path")
     with tempfile.TemporaryDirectory() as tmp:
         state = PolicyState()
-        extras: dict[str, Any] = {
-            "authorizer": AllowAll(),
-            "approved_call_ids": ApproveAll(),
-            "policy_state": state,
-            "idempotency_path": Path(tmp) / "idempotency.db",
-        }
-        ctx = ToolContext(session_id="bench-session", user_id="u1", call_id="c", extras=extras)
-        plain_ctx = ToolContext(session_id="bench-session", user_id="u1", call_id="c")
         registry = ToolRegistry([plain, guarded])
+        policed = ToolExecutor(
+            registry,
+            state=state,
+            authorizer=AllowAll(),
+            idempotency_path=str(Path(tmp) / "idempotency.db"),
+        )
+        ctx = CallContext(session_id="bench-session", user_id="u1", approved=True)
+        plain_ctx = CallContext(session_id="bench-session", user_id="u1")
+        unpoliced = ToolExecutor(registry, state=state)
         fns = {
-            "plain": call_fn(registry, plain_ctx, "plain", fresh=True),
-            "all policies (new key)": call_fn(registry, ctx, "guarded", fresh=True),
-            "all policies (replay)": call_fn(registry, ctx, "guarded", fresh=False),
+            "plain": call_fn(unpoliced, plain_ctx, "plain", fresh=True),
+            "all policies (new key)": call_fn(policed, ctx, "guarded", fresh=True),
+            "all policies (replay)": call_fn(policed, ctx, "guarded", fresh=False),
         }
         await measure(fns, min(calls, 1000))  # warm up: compiled schemas, the SQLite file
         report(await measure(fns, calls))

@@ -51,8 +51,6 @@ KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {
     ("hermes.tools.builtin.memory_tools", "hermes.memory.longterm"): _MEMORY_TOOLS,
     ("hermes.tools.builtin.memory_tools", "hermes.memory.recall"): _MEMORY_TOOLS,
     ("hermes.tools.builtin.memory_tools", "hermes.memory.records"): _MEMORY_TOOLS,
-    ("hermes.tools.executor", "hermes.memory.tiers"): "memory contributes one pipeline step "
-    "(record in L2/L3, cache_ttl reuse) that the agent factory inserts",
 }
 
 

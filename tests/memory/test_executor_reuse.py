@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +15,12 @@ import pytest
 from hermes.errors import ToolExecutionError
 from hermes.memory.cache import MemoryCache
 from hermes.memory.hashing import content_hash
+from hermes.memory.step import Background, MemoryStep
 from hermes.memory.tiers import ToolMemory, tool_fingerprint
 from hermes.models.base import ToolCall
-from hermes.tools import ToolContext, ToolRegistry, execute_tool_call, tool
+from hermes.tools import ToolRegistry, tool
 from hermes.tools.base import Tool
-from hermes.tools.executor import MEMORY_BACKGROUND_KEY, TOOL_MEMORY_KEY
+from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.policies import PolicyState
 from tests.memory.support import Clock
 
@@ -79,15 +81,37 @@ async def process(tmp_path: Path) -> AsyncIterator[Process]:
             await memory.close()
 
 
-def context(memory: ToolMemory | None, *, user: str | None = "u1", **extras: Any) -> ToolContext:
-    values: dict[str, Any] = {"policy_state": PolicyState(), **extras}
-    if memory is not None:
-        values[TOOL_MEMORY_KEY] = memory
-    return ToolContext(session_id="s-exec-0001", user_id=user, call_id="c1", extras=values)
+@dataclass
+class Setup:
+    """What a call runs with: the tiers (memory's pipeline step), the policy state, a
+    background spawner for the recordings, and who calls."""
+
+    memory: ToolMemory | None
+    state: PolicyState
+    background: Background | None = None
+    session_id: str = "s-exec-0001"
+    user: str | None = "u1"
 
 
-async def run(registry: ToolRegistry, ctx: ToolContext, name: str, **arguments: Any) -> Any:
-    return await execute_tool_call(registry, ToolCall("c1", name, arguments), ctx)
+def context(
+    memory: ToolMemory | None,
+    *,
+    user: str | None = "u1",
+    policy_state: PolicyState | None = None,
+    background: Background | None = None,
+    session_id: str = "s-exec-0001",
+) -> Setup:
+    return Setup(memory, policy_state or PolicyState(), background, session_id, user)
+
+
+async def run(registry: ToolRegistry, setup: Setup, name: str, **arguments: Any) -> Any:
+    """One call through a pipeline with memory's step in the cache's place (as an agent with
+    a memory builds it), or the default pipeline without a memory."""
+    executor = ToolExecutor(registry, state=setup.state)
+    if setup.memory is not None:
+        executor.replace("cache", MemoryStep(setup.memory, background=setup.background))
+    ctx = CallContext(session_id=setup.session_id, user_id=setup.user, call_id="c1")
+    return await executor.run(ToolCall("c1", name, arguments), ctx)
 
 
 async def test_every_executed_call_is_recorded_and_refused_ones_are_not(
@@ -253,7 +277,7 @@ async def test_recording_runs_in_the_background_when_a_spawner_is_given(
 ) -> None:
     memory = process.open()
     spawner = Spawner()
-    ctx = context(memory, **{MEMORY_BACKGROUND_KEY: spawner})
+    ctx = context(memory, background=spawner)
     result = await run(Counted().registry(), ctx, "plain", n=7)
     assert result.ok
     assert [what for what, _ in spawner.work] == ["tool_record"]
@@ -279,7 +303,7 @@ async def test_without_a_tool_memory_the_process_cache_answers_as_before(
     counted = Counted()
     registry = counted.registry()
     state = PolicyState()
-    ctx = ToolContext(session_id="s-exec-0002", user_id="u1", extras={"policy_state": state})
+    ctx = context(None, policy_state=state, session_id="s-exec-0002")
     await run(registry, ctx, "rate", currency="EUR")
     again = await run(registry, ctx, "rate", currency="EUR")
     assert again.cached
@@ -294,7 +318,7 @@ async def test_with_a_tool_memory_the_process_cache_is_not_what_answers(
     counted = Counted()
     registry = counted.registry()
     state = PolicyState()
-    plain_ctx = ToolContext(session_id="s-exec-0003", user_id="u1", extras={"policy_state": state})
+    plain_ctx = context(None, policy_state=state, session_id="s-exec-0003")
     await run(registry, plain_ctx, "rate", currency="JPY")  # cached in the process cache
     with_memory = context(process.open(), policy_state=state)
     fresh = await run(registry, with_memory, "rate", currency="JPY")

@@ -25,11 +25,12 @@ from hermes.memory.keywords import idf, rebuild_user_stats
 from hermes.memory.longterm import MemoryStore
 from hermes.memory.recall import recall
 from hermes.memory.records import MemoryDraft, validate_content
+from hermes.memory.step import MemoryStep
 from hermes.memory.tiers import ToolMemory, tool_fingerprint
 from hermes.memory.upkeep import UpkeepPolicy, run_tool_upkeep
 from hermes.models.base import ToolCall
-from hermes.tools import ToolContext, ToolRegistry, execute_tool_call, tool
-from hermes.tools.executor import TOOL_MEMORY_KEY
+from hermes.tools import ToolContext, ToolRegistry, tool
+from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.policies import PolicyState
 from tests.memory.conftest import FakeEmbedder
 
@@ -215,11 +216,12 @@ async def test_memory_tools_are_recorded_without_their_output(memory: Memory) ->
         return {"content": f"secret about {content}"}
 
     registry = ToolRegistry([recall_memories, echo, remember])
-    ctx = ToolContext(session_id="s-tools-0001", user_id="u1", extras={TOOL_MEMORY_KEY: tools})
+    executor = _with_memory(registry, tools)
+    ctx = CallContext(session_id="s-tools-0001", user_id="u1")
     calls = (("recall_memories", {"query": "tea"}), ("echo", {"text": "hi"}),
              ("remember", {"content": "cake"}))  # fmt: skip
     for name, arguments in calls:
-        result = await execute_tool_call(registry, ToolCall("c1", name, arguments), ctx)
+        result = await executor.run(ToolCall("c1", name, arguments), ctx)
         assert result.ok
     records = {r.tool_name: r for r in (await tools.index.query(user_id="u1", limit=10)).records}
     plain = records["echo"]
@@ -440,8 +442,10 @@ async def test_anonymous_results_are_never_shared_across_sessions() -> None:
     state = PolicyState()
 
     async def call(user: str | None, session: str) -> bool:
-        ctx = ToolContext(session_id=session, user_id=user, extras={"policy_state": state})
-        result = await execute_tool_call(registry, ToolCall("c1", "secret", {"q": "x"}), ctx)
+        ctx = CallContext(session_id=session, user_id=user)
+        result = await ToolExecutor(registry, state=state).run(
+            ToolCall("c1", "secret", {"q": "x"}), ctx
+        )
         assert result.ok
         return result.cached
 
@@ -470,11 +474,11 @@ async def test_reuse_needs_the_same_tool_not_just_the_same_name(tmp_path: Path) 
             """Version 2: another schema."""
             return {"version": 2}
 
-        ctx = ToolContext(session_id="s-1", user_id="u1", extras={TOOL_MEMORY_KEY: tools})
+        ctx = CallContext(session_id="s-1", user_id="u1")
         call = ToolCall("c1", "lookup", {"q": "x"})
-        first = await execute_tool_call(ToolRegistry([lookup]), call, ctx)
-        again = await execute_tool_call(ToolRegistry([lookup]), call, ctx)
-        changed = await execute_tool_call(ToolRegistry([lookup_v2]), call, ctx)
+        first = await _with_memory(ToolRegistry([lookup]), tools).run(call, ctx)
+        again = await _with_memory(ToolRegistry([lookup]), tools).run(call, ctx)
+        changed = await _with_memory(ToolRegistry([lookup_v2]), tools).run(call, ctx)
         assert (first.output, first.cached) == ({"version": 1}, False)
         assert (again.output, again.cached) == ({"version": 1}, True)
         assert (changed.output, changed.cached) == ({"version": 2}, False)
@@ -499,3 +503,10 @@ async def test_the_fingerprint_changes_with_name_and_schema_only(tmp_path: Path)
         assert one.input_hash == two.input_hash == plain.input_hash == content_hash({"q": "x"})
     finally:
         await tools.close()
+
+
+def _with_memory(registry: ToolRegistry, tiers: ToolMemory) -> ToolExecutor:
+    """A pipeline with memory's step in the cache's place, as an agent with a memory has."""
+    executor = ToolExecutor(registry, state=PolicyState())
+    executor.replace("cache", MemoryStep(tiers))
+    return executor

@@ -15,8 +15,9 @@ from hermes.memory.hashing import canonical_bytes, content_hash
 from hermes.memory.index import ToolCallIndex
 from hermes.memory.tiers import CallKey, ToolMemory
 from hermes.models.base import ToolCall
-from hermes.tools import ToolContext, ToolRegistry, execute_tool_call, tool
+from hermes.tools import ToolRegistry, tool
 from hermes.tools.base import ToolResult
+from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.policies import PolicyState
 from tests.memory.support import Clock
 
@@ -499,13 +500,14 @@ async def test_a_cache_ttl_tool_runs_once_across_a_restart_when_wired_as_documen
     registry = ToolRegistry([get_weather])
 
     async def call_tool(mem: ToolMemory, user: str, arguments: dict[str, Any]) -> ToolResult:
-        ctx = ToolContext(session_id="session-0001", user_id=user, call_id="c1")
-        ctx.extras["policy_state"] = PolicyState()  # no in-process cache from the executor
+        ctx = CallContext(session_id="session-0001", user_id=user, call_id="c1")
         key = mem.key("get_weather", arguments, user_id=user, session_id=ctx.session_id)
         hit = await mem.find_reusable(key, ttl=600)
         if hit is not None:
             return ToolResult(ok=True, output=hit.output, summary=hit.summary, cached=True)
-        result = await execute_tool_call(registry, ToolCall("c1", "get_weather", arguments), ctx)
+        # A fresh policy state: no in-process cache from the executor.
+        executor = ToolExecutor(registry, state=PolicyState())
+        result = await executor.run(ToolCall("c1", "get_weather", arguments), ctx)
         await mem.record_call(key, result, reuse_ttl=600, call_id="c1")
         return result
 

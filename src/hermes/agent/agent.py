@@ -136,17 +136,13 @@ class Agent:
             ),
         )
         runtime = self._runtime
-        _equip(runtime, authorizer, toolset_limit, self.memory)
-        runtime.extras = {"http_allow": list(http_allow)} | _memory_extras(self.memory)
+        _equip(runtime, authorizer, toolset_limit, self.memory, http_allow)
         #: What every tool call finds in ``ToolContext.extras``: the tools' own settings
-        #: (``http_allow``, ``protected_paths``, ``timezone``…), JSON data only; extend it
-        #: before the first turn.
+        #: (``http_allow``, ``protected_paths``, ``timezone``…), JSON data only.
         self.tool_extras = runtime.extras
-        #: The tool pipeline every call of this agent runs through (``hermes.tools.pipeline``):
-        #: add a step of your own with ``agent.executor.insert(step, before="run")``.
-        self.executor = runtime.executor = _executor(runtime, self.store, self.memory)
-        #: Claims on sessions (OS file locks beside a SQLite file, else in-process locks):
-        #: one turn per session at a time, across processes (hermes.session.locks).
+        #: The tool pipeline of every call (``hermes.tools.pipeline``; ``insert`` adds a step).
+        self.executor = runtime.executor = _executor(runtime, self.memory)
+        #: Claims on sessions: one turn per session at a time, across processes.
         self._locks = open_locks(self.store)
         #: Problems met while building the agent that did not stop it (a skipped plugin file).
         self.startup_warnings: list[str] = []
@@ -385,13 +381,19 @@ def _resolve_tool(item: ToolLike) -> Tool:
 
 
 def _equip(
-    runtime: Runtime, authorizer: Authorizer | None, toolset_limit: int, memory: Memory | None
+    runtime: Runtime,
+    authorizer: Authorizer | None,
+    toolset_limit: int,
+    memory: Memory | None,
+    http_allow: Sequence[str],
 ) -> None:
-    """Token count of the tool schemas, RBAC, toolset selection and memory on the runtime."""
+    """Token count of the tool schemas, RBAC, toolset selection, memory and the tools'
+    settings on the runtime."""
     runtime.authorizer = authorizer
     runtime.toolset_limit = toolset_limit
     runtime.refresh_tools()
     runtime.memory = memory
+    runtime.extras = {"http_allow": list(http_allow)} | _memory_extras(memory)
 
 
 def _open_memory(
@@ -421,10 +423,10 @@ def _memory_extras(memory: Memory | None) -> dict[str, Any]:
     return {MEMORY_KEY: memory}
 
 
-def _executor(runtime: Runtime, store: Store, memory: Memory | None) -> ToolExecutor:
+def _executor(runtime: Runtime, memory: Memory | None) -> ToolExecutor:
     """The agent's tool pipeline: its authorizer; idempotency records beside the session
     database (not in the tools' workspace); memory's step in the cache's place."""
-    path = getattr(store, "path", None)
+    path = getattr(runtime.store, "path", None)
     beside = (
         str(Path(path).with_name("idempotency.db"))
         if isinstance(path, str) and path != ":memory:"

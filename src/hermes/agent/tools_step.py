@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.agent.events import AgentEvent, ToolCallFinished, ToolCallStarted
@@ -153,7 +153,7 @@ async def run_tool_calls(
     async def one(i: int, tc: ToolCall) -> None:
         emit(ToolCallStarted(tc.id, tc.name, tc.arguments))
         try:
-            result = await executor.run(tc, replace(ctx, call_id=tc.id), signals="raise")
+            result = await executor.run(tc, ctx.for_call(tc.id), signals="raise")
         except ApprovalRequired as signal:
             asked[i] = signal
             result = ToolResult.failure("approval_pending", signal.message)

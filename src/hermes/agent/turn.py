@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from hermes.agent import texts
@@ -331,7 +330,7 @@ async def _iterate(
         # The person said yes: run the calls now, as new calls with fresh ids (each paired
         # with its result in the log), then let the model see the results.
         response = _approved_response(approved)
-        approved_ctx = replace(ctx, approved=True)
+        approved_ctx = ctx.for_call("", approved=True)
         added = await _tool_step(
             rt, turn, response, messages=messages, steps=steps, ctx=approved_ctx, approved=True
         )

@@ -116,6 +116,10 @@ class ToolExecutor:
         """The steps, in chain order."""
         return tuple(self._steps)
 
+    def steps_for(self, tool: Tool) -> tuple[str, ...]:
+        """The names of the steps a call of ``tool`` goes through (the others do not apply)."""
+        return tuple(s.name for s in self._steps if _applies(s, tool))
+
     def step(self, name: str) -> Step | None:
         """The step called ``name``, or None."""
         return next((s for s in self._steps if s.name == name), None)
@@ -161,6 +165,8 @@ class ToolExecutor:
         ctx = (
             context if isinstance(context, CallContext) else CallContext.from_tool_context(context)
         )
+        if not ctx.call_id:  # the call's own id, for the steps and the tool
+            ctx = ctx.for_call(call.id)
         timer = StepTimer(start) if logger.is_enabled("DEBUG") else None
         limit = self.max_output_chars if max_output_chars is None else max_output_chars
         travelling = Call(tool, call, ctx, limit=limit, start=start, timer=timer)

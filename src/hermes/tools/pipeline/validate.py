@@ -32,6 +32,5 @@ class ValidateStep:
         except ToolArgumentError as exc:
             return refused("invalid_arguments", named(exc, tool.name), call.start)
         call.mark("validate")
-        if arguments is not call.arguments:
-            call = call.replace(arguments=arguments)
+        call.arguments = arguments  # the first step: nothing before it holds the old ones
         return await next(call)
