@@ -8,6 +8,7 @@ the same change and record it (DESIGN.md, release notes); if not, undo it.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import types
 from collections.abc import Callable
@@ -18,11 +19,20 @@ import pytest
 
 import hermes
 import hermes.testing
-from hermes import Agent, RunResult, ToolCallRecord
+import hermes.tools.pipeline
+from hermes import Agent, RunResult, ToolCallRecord, ToolContext, tool
+from hermes.models.base import ToolCall
 from hermes.models.hermes_format import parse_tool_calls
-from hermes.tools import ToolArgumentError, validate_arguments
+from hermes.tools import ToolArgumentError, ToolRegistry, execute_tool_call, validate_arguments
+from hermes.tools.pipeline import STEP_ORDER, CallContext, ToolExecutor
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@tool
+def add_numbers(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
 
 
 def assert_contract(what: str, actual: object, expected: object) -> None:
@@ -61,6 +71,31 @@ HERMES_ALL = [
     "tool",
 ]
 
+PIPELINE_ALL = [
+    "ApprovalRequired",
+    "ApprovalStep",
+    "AuthorizeStep",
+    "BreakerStep",
+    "CacheStep",
+    "Call",
+    "CallContext",
+    "IdempotencyStep",
+    "Next",
+    "RetryWith",
+    "RunStep",
+    "STEP_ORDER",
+    "SandboxUnavailableError",
+    "SignalMode",
+    "Step",
+    "ToolExecutor",
+    "ToolSignal",
+    "ValidateStep",
+    "default_steps",
+    "json_safe",
+    "refused",
+    "reused",
+]
+
 TESTING_ALL = [
     "FunctionModel",
     "ScriptExhaustedError",
@@ -77,11 +112,49 @@ def test_hermes_all_is_pinned() -> None:
     assert_contract("hermes.__all__", sorted(hermes.__all__), HERMES_ALL)
 
 
+def test_hermes_tools_pipeline_all_is_pinned() -> None:
+    assert_contract(
+        "hermes.tools.pipeline.__all__", sorted(hermes.tools.pipeline.__all__), PIPELINE_ALL
+    )
+
+
+def test_the_call_context_and_the_tool_context_fields_are_pinned() -> None:
+    call_fields = [f.name for f in dataclasses.fields(CallContext)]
+    assert_contract(
+        "the fields of CallContext",
+        call_fields,
+        ["session_id", "user_id", "trace_id", "call_id", "workspace", "approved", "extras"],
+    )
+    tool_fields = [f.name for f in dataclasses.fields(ToolContext)]
+    assert_contract(
+        "the fields of ToolContext",
+        tool_fields,
+        ["session_id", "user_id", "trace_id", "call_id", "workspace", "extras"],
+    )
+    assert_contract("the built-in step order", list(STEP_ORDER), [
+        "validate", "authorize", "approval", "cache", "idempotency", "breaker", "run"
+    ])  # fmt: skip
+
+
+async def test_tool_context_extras_no_longer_carry_the_pipelines_dependencies() -> None:
+    """Changed deliberately when the pipeline became steps (docs/tool-pipeline.md): the
+    authorizer, approvals, idempotency path, policy state and memory are given to the
+    executor when it is built; a context still carrying one is refused, never ignored."""
+    registry = ToolRegistry([add_numbers])
+    call = ToolCall("c1", "add_numbers", {"a": 1, "b": 2})
+    with pytest.raises(ValueError, match="authorizer"):
+        await execute_tool_call(registry, call, ToolContext(extras={"authorizer": object()}))
+    ok = await execute_tool_call(registry, call, ToolContext(extras={"http_allow": []}))
+    assert ok.output == 3
+
+
 def test_hermes_testing_all_is_pinned() -> None:
     assert_contract("hermes.testing.__all__", sorted(hermes.testing.__all__), TESTING_ALL)
 
 
-@pytest.mark.parametrize("module", [hermes, hermes.testing], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [hermes, hermes.testing, hermes.tools.pipeline], ids=lambda m: m.__name__
+)
 def test_every_public_name_exists_and_is_listed_once(module: types.ModuleType) -> None:
     names = module.__all__
     assert len(names) == len(set(names)), f"{module.__name__}.__all__ has duplicates"
@@ -147,6 +220,26 @@ SIGNATURES: dict[str, str] = {
         "text: 'str' = '') -> 'ModelResponse'"
     ),
     "hermes.testing.say": "(text: 'str') -> 'ModelResponse'",
+    # Added when the tool pipeline became steps (hermes.tools.pipeline).
+    "ToolExecutor.__init__": (
+        "(self, registry: 'ToolRegistry', *, state: 'PolicyState | None' = None, "
+        "authorizer: 'Checker | None' = None, "
+        "idempotency_path: 'str | os.PathLike[str] | None' = None, "
+        "max_output_chars: 'int' = 20000, steps: 'Iterable[Step] | None' = None) -> 'None'"
+    ),
+    "ToolExecutor.run": (
+        "(self, call: 'ToolCall', context: 'CallContext | ToolContext', *, "
+        "signals: 'SignalMode' = 'result', max_output_chars: 'int | None' = None) "
+        "-> 'ToolResult'"
+    ),
+    "ToolExecutor.insert": (
+        "(self, step: 'Step', *, before: 'str | None' = None, after: 'str | None' = None) -> 'None'"
+    ),
+    "ToolExecutor.replace": "(self, name: 'str', step: 'Step') -> 'Step'",
+    "hermes.tools.execute_tool_call": (
+        "(registry: 'ToolRegistry', call: 'ToolCall', ctx: 'ToolContext | CallContext', *, "
+        "max_output_chars: 'int' = 20000) -> 'ToolResult'"
+    ),
     "hermes.testing.ScriptedModel.__init__": (
         "(self, steps: 'Iterable[Step]' = (), *, name: 'str' = 'scripted') -> 'None'"
     ),
@@ -168,6 +261,11 @@ CALLABLES: dict[str, Callable[..., Any]] = {
     "hermes.testing.call": hermes.testing.call,
     "hermes.testing.calls": hermes.testing.calls,
     "hermes.testing.say": hermes.testing.say,
+    "ToolExecutor.__init__": ToolExecutor.__init__,
+    "ToolExecutor.run": ToolExecutor.run,
+    "ToolExecutor.insert": ToolExecutor.insert,
+    "ToolExecutor.replace": ToolExecutor.replace,
+    "hermes.tools.execute_tool_call": execute_tool_call,
     "hermes.testing.ScriptedModel.__init__": hermes.testing.ScriptedModel.__init__,
     "hermes.testing.FunctionModel.__init__": hermes.testing.FunctionModel.__init__,
 }

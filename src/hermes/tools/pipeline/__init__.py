@@ -10,7 +10,7 @@ tools"; the walk through one call is ``docs/tool-pipeline.md``).
   :class:`RunStep`.
 """
 
-from hermes.tools.pipeline.approval import PRECHECK_ATTRIBUTE, ApprovalStep
+from hermes.tools.pipeline.approval import ApprovalStep
 from hermes.tools.pipeline.authorize import AuthorizeStep
 from hermes.tools.pipeline.breaker import BreakerStep
 from hermes.tools.pipeline.cache import CacheStep
@@ -25,7 +25,6 @@ from hermes.tools.pipeline.signals import ApprovalRequired, RetryWith, ToolSigna
 from hermes.tools.pipeline.validate import ValidateStep
 
 __all__ = [
-    "PRECHECK_ATTRIBUTE",
     "STEP_ORDER",
     "ApprovalRequired",
     "ApprovalStep",

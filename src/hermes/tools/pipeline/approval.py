@@ -12,7 +12,7 @@ from hermes.tools.pipeline.call import Call, Next
 from hermes.tools.pipeline.results import refused
 from hermes.tools.pipeline.signals import ApprovalRequired
 
-__all__ = ["PRECHECK_ATTRIBUTE", "ApprovalStep"]
+__all__ = ["ApprovalStep"]
 
 
 class ApprovalStep:
