@@ -18,6 +18,7 @@ from hermes.tools.base import ToolContext
 
 __all__ = ["CallContext"]
 
+
 @dataclass(frozen=True, slots=True)
 class CallContext:
     """Who a call serves and what it may do.
