@@ -1,10 +1,11 @@
 """Tools: the contract (:class:`Tool`, :class:`ToolResult`), ``@tool``, the registry, argument
 validation, the executor and the built-in tools.
 
-Every call goes through one pipeline (:func:`execute_tool_call`): validate and coerce →
-authorize → approval gate → idempotency → result cache → circuit breaker → timeout + retry →
-(process sandbox) → parse → output checks → a JSON-safe :class:`ToolResult`. Failures are
-results, not exceptions (DESIGN principle 2); policies are declared with ``@tool(...)``.
+Every call goes through one chain of steps (:mod:`hermes.tools.pipeline`; the shortcut
+:func:`execute_tool_call`): validate and coerce → authorize → approval gate → result cache →
+idempotency → circuit breaker → timeout + retry → (process sandbox) → parse → output checks → a
+JSON-safe :class:`ToolResult`. Failures are results, not exceptions (DESIGN principle 2);
+policies are declared with ``@tool(...)``.
 """
 
 from hermes.errors import FieldProblem, ToolArgumentError

@@ -5,9 +5,10 @@
 - :class:`ResultCache` — reuse a recent identical successful result (``cache_ttl=``).
 - :class:`IdempotencyStore` — same key, same stored result, durable (``idempotency_key=``).
 
-Breakers, the cache and the idempotency files live in a :class:`PolicyState`. The executor
-uses the process-wide :data:`DEFAULT_POLICY_STATE` unless a call's ``ctx.extras`` carries
-another one under :data:`POLICY_STATE_KEY` (tests use that for fake clocks and isolation).
+Breakers, the cache and the idempotency files live in a :class:`PolicyState`. An executor uses
+the process-wide :data:`DEFAULT_POLICY_STATE` unless it is built with another one
+(``ToolExecutor(registry, state=...)``: tests use that for fake clocks and isolation); its
+steps get their part of it (breakers, cache, idempotency records) when they are built.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from hermes.tools.policies.retry import RetryPolicy, is_retryable
 
 __all__ = [
     "DEFAULT_POLICY_STATE",
-    "POLICY_STATE_KEY",
     "BreakerBoard",
     "BreakerPolicy",
     "BreakerState",
@@ -45,10 +45,6 @@ __all__ = [
     "idempotency_key",
     "is_retryable",
 ]
-
-#: The ``ToolContext.extras`` key of a :class:`PolicyState` that replaces the default one.
-POLICY_STATE_KEY = "policy_state"
-
 
 class PolicyState:
     """Breakers, the result cache, per-key locks and the open idempotency files.
@@ -100,5 +96,5 @@ class PolicyState:
             store.close_sync()
 
 
-#: The state every call uses unless its context names another (see the module docstring).
+#: The state of every executor built without one (see the module docstring).
 DEFAULT_POLICY_STATE = PolicyState()
