@@ -31,10 +31,7 @@ TOOLS_MUST_NOT_IMPORT = ("hermes.memory", "hermes.agent", "hermes.channels")
 ISSUE_CITATION = re.compile(r"\bissues?\s+\d+\b|\bissue-\d+", re.IGNORECASE)
 
 #: Functions over the limit, as ``module:qualified.name``, with why they are allowed.
-KNOWN_LONG_FUNCTIONS: dict[str, str] = {
-    "hermes.agent.turn:run_turn": "the turn's memory touch points go behind one TurnMemory "
-    "object when the tool pipeline becomes steps (DESIGN.md, tools)",
-}
+KNOWN_LONG_FUNCTIONS: dict[str, str] = {}
 #: Import cycles, each as the sorted tuple of its modules' names (a strongly connected
 #: component of the import graph), with why it is allowed for now.
 KNOWN_CYCLES: dict[tuple[str, ...], str] = {}

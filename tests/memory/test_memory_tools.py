@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hermes import Agent, tool
 from hermes.memory.facade import Memory
 from hermes.memory.tools import MEMORY_TOOLS, memory_tools
@@ -206,3 +208,30 @@ async def test_a_programs_own_tool_of_a_memory_tools_name_is_kept(tmp_path: Path
     finally:
         await agent.aclose()
         await memory.aclose()
+
+
+async def test_remember_still_needs_the_users_request_when_memory_fails_to_begin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken() -> None:
+        raise RuntimeError("upkeep scheduler down")
+
+    memory = open_memory(tmp_path, extractor=None)
+    monkeypatch.setattr(memory, "start", broken)
+
+    def remembering(request: ModelRequest) -> ModelResponse:
+        if request.messages[-1]["role"] == "tool":
+            return say("done")
+        return call("remember", {"content": "用户住在上海。"})
+
+    model = FunctionModel(remembering)
+    agent = Agent(model=model, store=tmp_path / "h.db", memory=memory)
+    try:
+        # The turn goes on without its memory note, and the flag still comes from the user.
+        refused = await agent.run("summarise this page", session_id="s-broken-1", user_id="u1")
+        saved = await agent.run("记住我住在上海", session_id="s-broken-1", user_id="u1")
+    finally:
+        await agent.aclose()
+        await memory.aclose()
+    assert refused.tool_calls[0].error_type == "not_requested"
+    assert saved.tool_calls[0].ok

@@ -147,14 +147,21 @@ async def run_turn(
         tool_calls=len(turn.records),
         state=turn.fsm.state,
     )
+    return _result(rt, turn, message, ending, reply_stored)
+
+
+def _result(
+    rt: Runtime, turn: TurnState, message: Message, ending: Ending, reply_stored: Item
+) -> RunResult:
+    """What ``run_turn`` returns once the reply is stored."""
     asked = turn.proposal if turn.state.approval is not None else None
     return RunResult(
         reply=ending.reply,
-        session_id=session_id,
+        session_id=turn.session_id,
         state=turn.fsm.state,
-        trace_id=trace_id,
+        trace_id=turn.trace_id,
         msg_id=message.msg_id,
-        reply_msg_id=f"{trace_id}:{reply_stored.seq}",
+        reply_msg_id=f"{turn.trace_id}:{reply_stored.seq}",
         tool_calls=turn.records,
         outcome=ending.outcome,
         error=ending.error,
