@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from hermes import Agent
+from hermes.memory.tools import memory_tools
 from hermes.models.base import ModelRequest, ModelResponse, ToolCall, ToolSpec
 from hermes.models.brain import RuleBrain
 from hermes.testing import FunctionModel, say
@@ -46,10 +47,14 @@ ALL = (
 )  # fmt: skip
 
 
+#: The built-ins and memory's own tools (its schemas are the same whatever memory they serve).
+TOOLS_BY_NAME = {**BUILTIN_TOOLS, **{t.name: t for t in memory_tools(None)}}
+
+
 def _specs(wanted: Any) -> list[ToolSpec]:
     names = ["calculator", "current_time"] if wanted in (None, "default") else wanted
     names = list(ALL) if names == "all" else names
-    return ToolRegistry([BUILTIN_TOOLS[name] for name in names]).specs()
+    return ToolRegistry([TOOLS_BY_NAME[name] for name in names]).specs()
 
 
 def _stand_in(call: ToolCall) -> ToolResult:

@@ -31,27 +31,12 @@ TOOLS_MUST_NOT_IMPORT = ("hermes.memory", "hermes.agent", "hermes.channels")
 ISSUE_CITATION = re.compile(r"\bissues?\s+\d+\b|\bissue-\d+", re.IGNORECASE)
 
 #: Functions over the limit, as ``module:qualified.name``, with why they are allowed.
-KNOWN_LONG_FUNCTIONS: dict[str, str] = {
-    "hermes.agent.turn:run_turn": "the turn's memory touch points go behind one TurnMemory "
-    "object when the tool pipeline becomes steps (DESIGN.md, tools)",
-}
+KNOWN_LONG_FUNCTIONS: dict[str, str] = {}
 #: Import cycles, each as the sorted tuple of its modules' names (a strongly connected
 #: component of the import graph), with why it is allowed for now.
-KNOWN_CYCLES: dict[tuple[str, ...], str] = {
-    ("hermes.agent.memory_step", "hermes.agent.turn_state"): "memory's touch points of the turn "
-    "move behind one TurnMemory object with the pipeline as steps",
-    ("hermes.memory.facade", "hermes.tools.builtin.memory_tools"): "memory comes to own its "
-    "tools (memory/tools.py) with the pipeline as steps",
-}
+KNOWN_CYCLES: dict[tuple[str, ...], str] = {}
 #: ``hermes.tools`` modules importing an upper layer, as (importer, imported).
-_MEMORY_TOOLS = "memory's tools move into memory/tools.py, bound to a Memory"
-KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {
-    ("hermes.tools.builtin.memory_tools", "hermes.memory.extract"): _MEMORY_TOOLS,
-    ("hermes.tools.builtin.memory_tools", "hermes.memory.facade"): _MEMORY_TOOLS,
-    ("hermes.tools.builtin.memory_tools", "hermes.memory.longterm"): _MEMORY_TOOLS,
-    ("hermes.tools.builtin.memory_tools", "hermes.memory.recall"): _MEMORY_TOOLS,
-    ("hermes.tools.builtin.memory_tools", "hermes.memory.records"): _MEMORY_TOOLS,
-}
+KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {}
 
 
 def _modules() -> dict[str, Path]:

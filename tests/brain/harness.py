@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.errors import ToolArgumentError
+from hermes.memory.tools import memory_tools
 from hermes.models.base import ModelRequest, ModelResponse, ToolSpec
 from hermes.models.brain import RuleBrain
 from hermes.tools.base import ToolResult
@@ -37,6 +38,8 @@ CURRENT_TIME = ToolSpec(
     {"type": "object", "properties": {"timezone": {"type": "string"}}},
 )
 ALL_TOOLS = [CALCULATOR, CURRENT_TIME]
+#: The built-ins and memory's own tools (its schemas are the same whatever memory they serve).
+TOOLS_BY_NAME = {**BUILTIN_TOOLS, **{t.name: t for t in memory_tools(None)}}
 
 #: The stand-in clock's places: zone and UTC offset at its fixed instant.
 _ZONES = {
@@ -179,7 +182,7 @@ def _terms(text: str) -> set[str]:
 
 def spec(name: str) -> ToolSpec:
     """The real built-in's spec (name, description, schema), as the agent offers it."""
-    (found,) = ToolRegistry([BUILTIN_TOOLS[name]]).specs()
+    (found,) = ToolRegistry([TOOLS_BY_NAME[name]]).specs()
     return found
 
 

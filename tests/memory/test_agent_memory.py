@@ -23,13 +23,12 @@ from hermes.agent.memory_step import WORKING_MEMORY_KEY
 from hermes.config import load_config
 from hermes.errors import StoreError
 from hermes.memory.extract import ModelExtractor, RuleExtractor
-from hermes.memory.facade import MEMORY_KEY, Memory
+from hermes.memory.facade import Memory
 from hermes.memory.recall import BLOCK_HEADER
+from hermes.memory.tools import MEMORY_TOOLS
 from hermes.models.base import ModelRequest, ModelResponse
 from hermes.models.brain import RuleBrain
 from hermes.testing import FunctionModel, call, say
-from hermes.tools import ToolContext, ToolRegistry, execute_tool_call
-from hermes.tools.builtin import memory_tools
 from tests.memory.conftest import Factory
 
 CST = timezone(timedelta(hours=8))
@@ -156,66 +155,13 @@ async def test_memory_tools_are_offered_only_with_a_long_term_store(tmp_path: Pa
     try:
         assert "remember" not in plain.tools.names()
         assert "remember" not in working_only.tools.names()
-        assert set(memory_tools.MEMORY_TOOLS) <= set(full.tools.names())
+        assert set(MEMORY_TOOLS) <= set(full.tools.names())
         assert plain.memory is None
         assert full.memory is memory
     finally:
         for agent in (plain, working_only, full):
             await agent.aclose()
         await memory.aclose()
-
-
-async def test_remember_refuses_clearly_without_a_user_or_a_memory(tmp_path: Path) -> None:
-    registry = ToolRegistry([memory_tools.remember])
-    memory = open_memory(tmp_path)
-    try:
-        no_memory = await execute_tool_call(
-            registry, call("remember", {"content": "x"}).tool_calls[0], ToolContext(user_id="u1")
-        )
-        no_user = await execute_tool_call(
-            registry,
-            call("remember", {"content": "x"}).tool_calls[0],
-            ToolContext(extras={MEMORY_KEY: memory}),
-        )
-    finally:
-        await memory.aclose()
-    assert no_memory.error is not None
-    assert no_memory.error.type == "memory_unavailable"
-    assert "记忆" in no_memory.error.message
-    assert no_user.error is not None
-    assert no_user.error.type == "user_required"
-    assert "user id" in no_user.error.message
-    assert "用户身份" in no_user.error.message
-
-
-async def test_memory_tools_work_for_their_user_only(tmp_path: Path) -> None:
-    registry = ToolRegistry([memory_tools.remember, memory_tools.forget_memory])
-    registry.register(memory_tools.recall_memories)
-    memory = open_memory(tmp_path)
-
-    async def run(name: str, args: dict[str, Any], user: str) -> Any:
-        ctx = ToolContext(user_id=user, session_id="s-tools-1", extras={MEMORY_KEY: memory})
-        return await execute_tool_call(registry, call(name, args).tool_calls[0], ctx)
-
-    try:
-        saved = await run("remember", {"content": "用户的工号是A12。"}, "u1")
-        again = await run("remember", {"content": "用户的工号是A12。"}, "u1")
-        found = await run("recall_memories", {"query": "我的工号"}, "u1")
-        other = await run("recall_memories", {"query": "我的工号"}, "u2")
-        stolen = await run("forget_memory", {"memory_id": saved.output["id"]}, "u2")
-        forgotten = await run("forget_memory", {"memory_id": saved.output["id"]}, "u1")
-        empty = await run("remember", {"content": "   "}, "u1")
-    finally:
-        await memory.aclose()
-    assert saved.ok
-    assert again.output["id"] == saved.output["id"]  # not written twice
-    assert [m["content"] for m in found.output["memories"]] == ["用户的工号是A12。"]
-    assert other.output["memories"] == []
-    assert stolen.error is not None
-    assert stolen.error.type == "not_found"
-    assert forgotten.ok
-    assert empty.error is not None
-    assert empty.error.type == "invalid_arguments"
 
 
 # -- working memory --------------------------------------------------------------------------
@@ -620,10 +566,6 @@ async def test_an_in_memory_store_gets_no_memory_files(tmp_path: Path) -> None:
     finally:
         await agent.aclose()
     assert not (tmp_path / "data").exists()
-
-
-def test_the_memory_key_is_the_one_the_tools_read() -> None:
-    assert memory_tools.MEMORY_KEY == MEMORY_KEY
 
 
 async def test_scheduled_upkeep_runs_from_the_first_turn_until_close(tmp_path: Path) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from hermes import Agent
 from hermes.memory.facade import Memory
-from hermes.memory.notes import BLOCK_HEADER, SAVED_HEADER, note_items
 from hermes.models.base import ModelRequest
 from hermes.models.brain import RuleBrain
+from hermes.models.memory_notes import BLOCK_HEADER, SAVED_HEADER, note_items
 
 
 async def test_remember_then_ask_in_a_new_session_and_never_for_another_user(

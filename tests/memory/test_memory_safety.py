@@ -27,14 +27,14 @@ from hypothesis import strategies as st
 from hermes import tool
 from hermes.agent.memory_step import DATA_HEADER, NOTE_BUDGET_SHARE, user_asked_to_remember
 from hermes.agent.remote_tools import tools_tokens
-from hermes.memory.facade import MEMORY_KEY, Memory
+from hermes.memory.facade import Memory
 from hermes.memory.params import fill_missing
+from hermes.memory.tools import MEMORY_USER_ASKED_KEY, memory_tools
 from hermes.memory.working import WorkingMemory, looks_like_instruction
 from hermes.models.base import ModelRequest, ModelResponse
 from hermes.session.tokens import message_tokens
 from hermes.testing import FunctionModel, call, say
 from hermes.tools import ToolContext, ToolRegistry, execute_tool_call
-from hermes.tools.builtin import memory_tools
 from tests.memory.conftest import Factory
 
 NOW = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
@@ -209,10 +209,11 @@ async def test_remember_detects_sensitive_content_whatever_the_model_says(
     memory = Memory.open(tmp_path / "mem", semantic=False)
     try:
         assert memory.store is not None
-        ctx = ToolContext(user_id="u1", session_id="s-safe-sf3", extras={MEMORY_KEY: memory})
+        tools = ToolRegistry(memory_tools(memory))
+        ctx = ToolContext(user_id="u1", session_id="s-safe-sf3")
         content = "用户的手机号是13812345678，住在北京市朝阳区建国路88号"
         result = await execute_tool_call(
-            ToolRegistry([memory_tools.remember]),
+            tools,
             call("remember", {"content": content, "sensitive": False}).tool_calls[0],
             ctx,
         )
@@ -220,7 +221,7 @@ async def test_remember_detects_sensitive_content_whatever_the_model_says(
         (record,) = await memory.store.list("u1")
         assert record.sensitive
         secret = await execute_tool_call(
-            ToolRegistry([memory_tools.remember]),
+            tools,
             call("remember", {"content": "用户的银行卡密码是123456"}).tool_calls[0],
             ctx,
         )
@@ -228,12 +229,9 @@ async def test_remember_detects_sensitive_content_whatever_the_model_says(
         assert "Hermes does not keep secrets" in secret.error.message
         assert len(await memory.store.list("u1")) == 1
         refused = await execute_tool_call(
-            ToolRegistry([memory_tools.remember]),
+            tools,
             call("remember", {"content": "x"}).tool_calls[0],
-            ToolContext(
-                user_id="u1",
-                extras={MEMORY_KEY: memory, memory_tools.MEMORY_USER_ASKED_KEY: False},
-            ),
+            ToolContext(user_id="u1", extras={MEMORY_USER_ASKED_KEY: False}),
         )
         assert refused.error is not None
         assert refused.error.type == "not_requested"

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent.approvals import Decision, PendingApproval
@@ -21,6 +23,7 @@ from hermes.agent.history import import_chat_history
 from hermes.agent.remote_tools import RemoteTools
 from hermes.agent.result import RunResult
 from hermes.agent.turn import run_turn
+from hermes.agent.turn_memory import NO_MEMORY, MemoryHook
 from hermes.agent.turn_state import Runtime, TurnSettings
 from hermes.errors import InvalidInputError
 from hermes.messages import Message
@@ -35,7 +38,6 @@ from hermes.session.summary import ExtractiveSummarizer, Summarizer
 from hermes.session.tokens import message_tokens
 from hermes.tools.base import Tool
 from hermes.tools.builtin import BUILTIN_TOOLS
-from hermes.tools.builtin.memory_tools import MEMORY_KEY, MEMORY_TOOLS
 from hermes.tools.decorator import as_tool
 from hermes.tools.permissions import Authorizer
 from hermes.tools.pipeline import ToolExecutor
@@ -371,13 +373,44 @@ def _ignore(event: AgentEvent) -> None:
 
 
 def _resolve_tool(item: ToolLike) -> Tool:
+    """A tool given by object or by name: a built-in, or one of memory's tools (unbound here,
+    bound to the agent's memory once it is open: ``_bind_memory_tools``)."""
     if isinstance(item, str):
         builtin = BUILTIN_TOOLS.get(item)
-        if builtin is None:
-            known = ", ".join(sorted(BUILTIN_TOOLS))
-            raise ValueError(f"unknown built-in tool '{item}' (built-ins: {known})")
-        return builtin
+        if builtin is not None:
+            return builtin
+        unbound = _unbound_memory_tools()
+        if item in unbound:
+            return unbound[item]
+        known = ", ".join(sorted([*BUILTIN_TOOLS, *unbound]))
+        raise ValueError(f"unknown built-in tool '{item}' (built-ins: {known})")
     return as_tool(item)
+
+
+@functools.cache
+def _unbound_memory_tools() -> Mapping[str, Tool]:
+    """Memory's tools bound to no memory (they refuse with ``memory_unavailable``), by name:
+    what a name stands for until the agent's memory is open, and without one."""
+    from hermes.memory.tools import memory_tools  # loads only for a name that is no built-in
+
+    return MappingProxyType({t.name: t for t in memory_tools(None)})
+
+
+def _bind_memory_tools(registry: ToolRegistry, memory: Memory) -> None:
+    """Memory's tools named among the agent's tools now work on ``memory``, in their place;
+    the others join when the memory offers them (``offer_tools``). Only with a long-term store:
+    without one they could only refuse. A tool of the same name that is not memory's (a
+    plugin, a program's own) is kept."""
+    if memory.store is None:
+        return
+    from hermes.memory.tools import memory_tools  # the memory package is loaded already
+
+    for bound in memory_tools(memory):
+        held = registry.get(bound.name)
+        if held is None and memory.offer_tools:
+            registry.register(bound)
+        elif held is not None and held is _unbound_memory_tools().get(bound.name):
+            registry.register(bound, replace=True)  # keeps its place in the offered order
 
 
 def _equip(
@@ -392,16 +425,24 @@ def _equip(
     runtime.authorizer = authorizer
     runtime.toolset_limit = toolset_limit
     runtime.refresh_tools()
-    runtime.memory = memory
-    runtime.extras = {"http_allow": list(http_allow)} | _memory_extras(memory)
+    runtime.memory = _memory_hook(memory)
+    runtime.extras = {"http_allow": list(http_allow)}
+
+
+def _memory_hook(memory: Memory | None) -> MemoryHook:
+    """The turn's memory hook: memory's touch points of every turn (``NO_MEMORY``: all off)."""
+    if memory is None:
+        return NO_MEMORY
+    from hermes.agent.memory_step import MemoryTurns  # the memory package loads only when used
+
+    return MemoryTurns(memory)
 
 
 def _open_memory(
     memory: Memory | str | Path | None, registry: ToolRegistry
 ) -> tuple[Memory | None, bool]:
-    """The agent's Memory and whether it owns it (it opened it from a directory); the memory
-    tools join ``registry`` when there is a long-term store (a tool of the same name already
-    registered — a plugin, say — is kept)."""
+    """The agent's Memory and whether it owns it (it opened it from a directory); memory's
+    tools in ``registry`` are bound to it (``_bind_memory_tools``)."""
     if memory is None:
         return None, False
     owned = isinstance(memory, str | Path)
@@ -409,18 +450,8 @@ def _open_memory(
         from hermes.memory.facade import Memory  # the memory package loads only when used
 
         memory = Memory.open(memory)
-    if memory.store is not None and memory.offer_tools:
-        for name in MEMORY_TOOLS:
-            if registry.get(name) is None:
-                registry.register(BUILTIN_TOOLS[name])
+    _bind_memory_tools(registry, memory)
     return memory, owned
-
-
-def _memory_extras(memory: Memory | None) -> dict[str, Any]:
-    """What tool calls get in ``ToolContext.extras`` from the memory (the memory tools)."""
-    if memory is None:
-        return {}
-    return {MEMORY_KEY: memory}
 
 
 def _executor(runtime: Runtime, memory: Memory | None) -> ToolExecutor:

@@ -1,10 +1,12 @@
 """Memory in a turn (seed 002 §2.2; seed 001 §5.2–5.3, §6.1–6.2): working memory, recall,
 arguments from memory, learning.
 
-Only agents with a :class:`~hermes.memory.facade.Memory` come here (the turn imports this
-module on first use, so a plain agent never loads the memory package). In the order of a turn:
+Only agents with a :class:`~hermes.memory.facade.Memory` come here: the agent makes its
+:class:`MemoryTurns` the runtime's memory hook (``hermes.agent.turn_memory``; without a memory
+the hook is the null ``NO_MEMORY`` and this module is never imported, nor the memory package).
+In the order of a turn:
 
-1. :func:`begin` — the session's working memory is read from ``SessionState.scratch``
+1. :meth:`MemoryTurns.begin` — the session's working memory is read from ``SessionState.scratch``
    (:data:`WORKING_MEMORY_KEY`; the rule brain's own keys are ``pending``, ``inflight``,
    ``last_intent``, ``last_result``, ``last_expression`` and ``brain_calls``); a follow-up
    such as "再跑一下这个数据" is resolved against it *before* the new message is observed; with
@@ -14,14 +16,14 @@ module on first use, so a plain agent never loads the memory package). In the or
    :data:`DATA_HEADER` (data, not instructions; the recall block also tells the model the
    items may not apply) and takes at most a quarter of the turn's message budget. Whether the
    user's own message asks for something to be remembered is noted for the ``remember`` tool.
-2. :func:`fill_response` — a call missing required arguments is completed from working memory,
+2. :meth:`MemoryTurn.fill` — a call missing required arguments is completed from working memory,
    then from this turn's recalled memories (``fill_missing``: explicit arguments are never
    overridden); the stored call item carries the provenance in ``meta.filled_from_memory`` and
    the tool message a ``memory_note`` the model can pass on to the user.
-3. :func:`observe` — each finished call goes into working memory.
-4. :func:`finish` — working memory is saved back into the scratch (stored with the reply);
-   :func:`learn_later` then writes memories from the user's own text (and habits) in the
-   background, so the reply never waits for it.
+3. :meth:`MemoryTurn.observe` — each finished call goes into working memory.
+4. :meth:`MemoryTurn.finish` — working memory is saved back into the scratch (stored with the
+   reply); :meth:`MemoryTurn.learn_later` then writes memories from the user's own text (and
+   habits) in the background, so the reply never waits for it.
 
 Memory never fails a turn: every failure here is logged and the turn goes on without it.
 """
@@ -36,22 +38,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from hermes.agent.turn_state import TurnState
+from hermes.agent.turn_memory import MemoryHook, TurnFacts, TurnMemory
 from hermes.errors import HermesError
 from hermes.memory.extract import MAX_SCAN_CHARS, MemoryCandidate, extract_candidates
 from hermes.memory.facade import Memory
-from hermes.memory.notes import SAVED_HEADER
 from hermes.memory.params import FilledArgument, describe_filled, fill_missing
 from hermes.memory.recall import RecallResult, format_block, needs_memory, recall
 from hermes.memory.records import MemoryHit
+from hermes.memory.tools import MEMORY_TOOLS, MEMORY_USER_ASKED_KEY
 from hermes.memory.working import Reference, WorkingMemory
 from hermes.models.base import ModelResponse, ToolCall
+from hermes.models.memory_notes import SAVED_HEADER
 from hermes.observe import get_logger
 from hermes.session.privacy import has_secret_marker, without_secret_clauses
 from hermes.session.tokens import message_tokens
 from hermes.text.lang import Lang
 from hermes.tools.base import ToolResult
-from hermes.tools.builtin.memory_tools import MEMORY_TOOLS, MEMORY_USER_ASKED_KEY
 from hermes.tools.registry import ToolRegistry
 
 __all__ = [
@@ -59,12 +61,8 @@ __all__ = [
     "MEMORY_USER_ASKED_KEY",
     "NOTE_BUDGET_SHARE",
     "WORKING_MEMORY_KEY",
-    "TurnMemory",
-    "begin",
-    "fill_response",
-    "finish",
-    "learn_later",
-    "observe",
+    "MemoryTurn",
+    "MemoryTurns",
     "user_asked_to_remember",
 ]
 
@@ -74,9 +72,48 @@ log = get_logger("agent")
 WORKING_MEMORY_KEY = "working_memory"
 
 
+class MemoryTurns(MemoryHook):
+    """The runtime's memory hook for an agent with a :class:`Memory`: starts each turn's
+    :class:`MemoryTurn`."""
+
+    __slots__ = ("memory",)
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+    async def begin(
+        self,
+        turn: TurnFacts,
+        text: str,
+        tool_names: Sequence[str],
+        budget_tokens: int,
+    ) -> tuple[TurnMemory, str | None]:
+        """This turn's memory and the system note to inject before the user's message (or
+        None). On a failure: no note, and a turn memory that only says whether the user asked
+        to remember (the ``remember`` tool still needs that)."""
+        try:
+            self.memory.start()  # scheduled upkeep, from the first turn on
+            return await _begin(self.memory, turn, text, tool_names, budget_tokens)
+        except Exception as exc:  # noqa: BLE001 - memory is a help: the turn goes on without it
+            log.error("memory_failed", error_type=type(exc).__name__, error=str(exc)[:300])
+            return _AskedOnly(user_asked_to_remember(text)), None
+
+
+class _AskedOnly(TurnMemory):
+    """The memory of a turn whose memory failed to begin: only the remember flag."""
+
+    __slots__ = ("user_asked",)
+
+    def __init__(self, user_asked: bool) -> None:
+        self.user_asked = user_asked
+
+    def tool_extras(self) -> dict[str, Any]:
+        return {MEMORY_USER_ASKED_KEY: self.user_asked}
+
+
 @dataclass(slots=True)
-class TurnMemory:
-    """What memory holds for one turn."""
+class MemoryTurn(TurnMemory):
+    """What memory holds for one turn (see :class:`~hermes.agent.turn_memory.TurnMemory`)."""
 
     memory: Memory
     working: WorkingMemory
@@ -90,23 +127,23 @@ class TurnMemory:
     user_asked: bool = False
 
     def tool_extras(self) -> dict[str, Any]:
-        """What this turn's tool calls get in ``ToolContext.extras`` from memory."""
         return {MEMORY_USER_ASKED_KEY: self.user_asked}
 
     def filled_for(self, call_id: str) -> list[dict[str, Any]] | None:
-        """The provenance of the arguments memory filled into one call (None: none)."""
         filled = self.filled.get(call_id)
         return [f.to_dict() for f in filled] if filled else None
 
-    def call_meta(self) -> dict[str, dict[str, Any]]:
-        """Call id → what its stored ``tool_call`` item's meta gets."""
+    def call_meta(self) -> dict[str, dict[str, Any]] | None:
+        if not self.filled:
+            return None
         return {
             call_id: {"filled_from_memory": [f.to_dict() for f in filled]}
             for call_id, filled in self.filled.items()
         }
 
-    def result_notes(self) -> dict[str, str]:
-        """Call id → the note its tool message carries (the model tells the user)."""
+    def result_notes(self) -> dict[str, str] | None:
+        if not self.filled:
+            return None
         notes = {}
         for call_id, filled in self.filled.items():
             names = ", ".join(f"{f.name}={f.value}" for f in filled)
@@ -116,14 +153,64 @@ class TurnMemory:
             )
         return notes
 
+    def fill(self, registry: ToolRegistry, response: ModelResponse) -> ModelResponse:
+        """``response`` with its calls' missing required arguments filled from memory (a new
+        response when anything was filled; the calls are new objects, the model's are kept)."""
+        if not self.memory.fill_arguments:
+            return response
+        calls = [_fill_one(registry, self, tc) for tc in response.tool_calls]
+        if all(new is old for new, old in zip(calls, response.tool_calls, strict=True)):
+            return response
+        return dataclasses.replace(response, tool_calls=calls)
 
-async def begin(
+    def observe(self, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> None:
+        now = self.memory.now()
+        for tc, result in zip(calls, results, strict=True):
+            try:
+                self.working.observe_tool_call(
+                    tc.name,
+                    tc.arguments,
+                    ok=result.ok,
+                    now=now,
+                    output=result.output,
+                    summary=result.summary,
+                    error_type=None if result.error is None else result.error.type,
+                )
+            except Exception as exc:  # noqa: BLE001 - working memory is a help, never a failure
+                log.error(
+                    "working_memory_failed", error_type=type(exc).__name__, error=str(exc)[:200]
+                )
+
+    def finish(self, scratch: dict[str, Any]) -> None:
+        scratch[WORKING_MEMORY_KEY] = self.working.to_dict()
+
+    def learn_later(self, turn: TurnFacts, text: str) -> None:
+        memory = self.memory
+        if turn.user_id is None or memory.store is None:
+            return
+        if memory.extractor is None and not memory.habits:
+            return
+        calls = [(r.name, r.arguments, r.ok) for r in turn.records if r.name not in MEMORY_TOOLS]
+        memory.spawn(
+            memory.learn(
+                turn.user_id,
+                text,
+                session_id=turn.session_id,
+                calls=calls,
+                lang=self.lang,
+                trace_id=turn.trace_id,
+            ),
+            what="learn",
+        )
+
+
+async def _begin(
     memory: Memory,
-    turn: TurnState,
+    turn: TurnFacts,
     text: str,
     tool_names: Sequence[str],
     budget_tokens: int | None = None,
-) -> tuple[TurnMemory, str | None]:
+) -> tuple[MemoryTurn, str | None]:
     """This turn's memory and the system note to inject before the user's message (or None).
 
     ``budget_tokens`` is the turn's message budget: the note takes at most
@@ -144,7 +231,7 @@ async def begin(
         log.error("working_memory_failed", error_type=type(exc).__name__, error=str(exc)[:200])
         working, reference, rendered = WorkingMemory(), None, ""
     explicit = _explicit_requests(text, now=memory.now())  # the rules run once a turn here
-    tm = TurnMemory(memory, working, lang, user_asked=user_asked_to_remember(text, explicit))
+    tm = MemoryTurn(memory, working, lang, user_asked=user_asked_to_remember(text, explicit))
     found = await _recall(memory, turn, text, tool_names)
     note = _Note(
         working=rendered.splitlines() if rendered else [],
@@ -239,7 +326,7 @@ def user_asked_to_remember(text: str, explicit: Sequence[MemoryCandidate] | None
     return bool(found) or _REMEMBER_CUE.search(text[:MAX_SCAN_CHARS]) is not None
 
 
-def _saved_note(memory: Memory, turn: TurnState, explicit: Sequence[MemoryCandidate]) -> str | None:
+def _saved_note(memory: Memory, turn: TurnFacts, explicit: Sequence[MemoryCandidate]) -> str | None:
     """What an explicit "记住…" / "remember that…" will save after this turn, so the model
     (the offline brain too) can acknowledge it honestly — only when it will be saved. Dated
     as the stored memory is (the turn's clock: "明天" becomes the date)."""
@@ -257,7 +344,7 @@ def _reference_line(reference: Reference, lang: Lang) -> str:
 
 
 async def _recall(
-    memory: Memory, turn: TurnState, text: str, tool_names: Sequence[str]
+    memory: Memory, turn: TurnFacts, text: str, tool_names: Sequence[str]
 ) -> RecallResult | None:
     """The user's recalled memories, or None (no user, no store, the gate said no, failure)."""
     store, user_id = memory.store, turn.user_id
@@ -278,18 +365,7 @@ async def _recall(
     return None
 
 
-def fill_response(registry: ToolRegistry, tm: TurnMemory, response: ModelResponse) -> ModelResponse:
-    """``response`` with its calls' missing required arguments filled from memory (a new
-    response when anything was filled; the calls are new objects, the model's are kept)."""
-    if not tm.memory.fill_arguments:
-        return response
-    calls = [_fill_one(registry, tm, tc) for tc in response.tool_calls]
-    if all(new is old for new, old in zip(calls, response.tool_calls, strict=True)):
-        return response
-    return dataclasses.replace(response, tool_calls=calls)
-
-
-def _fill_one(registry: ToolRegistry, tm: TurnMemory, tc: ToolCall) -> ToolCall:
+def _fill_one(registry: ToolRegistry, tm: MemoryTurn, tc: ToolCall) -> ToolCall:
     tool = registry.get(tc.name)
     if tool is None or tc.arguments_error is not None or not isinstance(tc.arguments, dict):
         return tc
@@ -311,47 +387,3 @@ def _fill_one(registry: ToolRegistry, tm: TurnMemory, tc: ToolCall) -> ToolCall:
         return tc
     tm.filled[tc.id] = filled
     return ToolCall(tc.id, tc.name, arguments)
-
-
-def observe(tm: TurnMemory, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> None:
-    """Put each finished call into working memory."""
-    now = tm.memory.now()
-    for tc, result in zip(calls, results, strict=True):
-        try:
-            tm.working.observe_tool_call(
-                tc.name,
-                tc.arguments,
-                ok=result.ok,
-                now=now,
-                output=result.output,
-                summary=result.summary,
-                error_type=None if result.error is None else result.error.type,
-            )
-        except Exception as exc:  # noqa: BLE001 - working memory is a help, never a failure
-            log.error("working_memory_failed", error_type=type(exc).__name__, error=str(exc)[:200])
-
-
-def finish(tm: TurnMemory, turn: TurnState) -> None:
-    """Save working memory into the session state (stored with the reply)."""
-    turn.state.scratch[WORKING_MEMORY_KEY] = tm.working.to_dict()
-
-
-def learn_later(tm: TurnMemory, turn: TurnState, text: str) -> None:
-    """Write memories from the user's own ``text`` (and habits) in the background."""
-    memory = tm.memory
-    if turn.user_id is None or memory.store is None:
-        return
-    if memory.extractor is None and not memory.habits:
-        return
-    calls = [(r.name, r.arguments, r.ok) for r in turn.records if r.name not in MEMORY_TOOLS]
-    memory.spawn(
-        memory.learn(
-            turn.user_id,
-            text,
-            session_id=turn.session_id,
-            calls=calls,
-            lang=tm.lang,
-            trace_id=turn.trace_id,
-        ),
-        what="learn",
-    )

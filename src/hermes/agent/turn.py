@@ -146,14 +146,21 @@ async def run_turn(
         tool_calls=len(turn.records),
         state=turn.fsm.state,
     )
+    return _result(rt, turn, message, ending, reply_stored)
+
+
+def _result(
+    rt: Runtime, turn: TurnState, message: Message, ending: Ending, reply_stored: Item
+) -> RunResult:
+    """What ``run_turn`` returns once the reply is stored."""
     asked = turn.proposal if turn.state.approval is not None else None
     return RunResult(
         reply=ending.reply,
-        session_id=session_id,
+        session_id=turn.session_id,
         state=turn.fsm.state,
-        trace_id=trace_id,
+        trace_id=turn.trace_id,
         msg_id=message.msg_id,
-        reply_msg_id=f"{trace_id}:{reply_stored.seq}",
+        reply_msg_id=f"{turn.trace_id}:{reply_stored.seq}",
         tool_calls=turn.records,
         outcome=ending.outcome,
         error=ending.error,
@@ -170,11 +177,7 @@ async def run_turn(
 
 async def _store_reply(rt: Runtime, turn: TurnState, ending: Ending, text: str) -> Item:
     """Store the reply with the final state; then memory learns from the user's ``text``."""
-    tm = turn.memory
-    if tm is not None:
-        from hermes.agent import memory_step  # first use only: see _memory_note
-
-        memory_step.finish(tm, turn)  # working memory is saved with the reply's state
+    turn.memory.finish(turn.state.scratch)  # working memory is saved with the reply's state
     reply_item = Item(
         "assistant",
         "text",
@@ -183,10 +186,9 @@ async def _store_reply(rt: Runtime, turn: TurnState, ending: Ending, text: str) 
         meta=_reply_meta(ending, turn),
     )
     (stored,) = await turn.append(rt.store, [reply_item])
-    if tm is not None:
-        # In the background (the reply does not wait); from nothing the model said it did not
-        # take in (the rule brain's "didn't understand" must not keep the message silently).
-        memory_step.learn_later(tm, turn, text if ending.learn else "")
+    # In the background (the reply does not wait); from nothing the model said it did not
+    # take in (the rule brain's "didn't understand" must not keep the message silently).
+    turn.memory.learn_later(turn, text if ending.learn else "")
     return stored
 
 
@@ -324,7 +326,7 @@ async def _iterate(
         user_id=turn.user_id,
         trace_id=turn.trace_id,
         workspace=str(rt.settings.workspace),
-        extras=rt.extras | _memory_extras(rt, turn, text),
+        extras=rt.extras | turn.memory.tool_extras(),
     )
     if approved is not None:
         # The person said yes: run the calls now, as new calls with fresh ids (each paired
@@ -430,29 +432,23 @@ async def _tool_step(
     ``approval_pending`` result and ``turn.proposal`` holds them.
     """
     tm = turn.memory
-    if tm is not None and not approved:  # approved calls run exactly as the person saw them
-        from hermes.agent import memory_step
-
-        response = memory_step.fill_response(rt.tools, tm, response)
+    if not approved:  # approved calls run exactly as the person saw them
+        response = tm.fill(rt.tools, response)
     calls = response.tool_calls
     turn.fsm.fire("call_tools")
-    call_meta = tm.call_meta() if tm is not None and tm.filled else None
-    await turn.append(rt.store, assistant_items(response, turn.trace_id, call_meta))
+    await turn.append(rt.store, assistant_items(response, turn.trace_id, tm.call_meta()))
     turn.pending_calls = [(tc.id, tc.name) for tc in calls]
     call_message = assistant_message(response)
     messages.append(call_message)
     results, timed_out = await run_with_proposals(rt, turn, calls, ctx)
-    if tm is not None:
-        from hermes.agent import memory_step
-
-        memory_step.observe(tm, calls, results)
+    tm.observe(calls, results)
     items, tool_messages = result_items(
         calls,
         results,
         steps,
         turn.trace_id,
         rt.settings.max_output_chars,
-        notes=tm.result_notes() if tm is not None and tm.filled else None,
+        notes=tm.result_notes(),
     )
     turn.fsm.fire("tools_done")
     await turn.append(rt.store, items)
@@ -467,7 +463,7 @@ async def _tool_step(
                 tc.id,
                 error_type,
                 result.duration_ms,
-                filled_from_memory=None if tm is None else tm.filled_for(tc.id),
+                filled_from_memory=tm.filled_for(tc.id),
             )
         )
         log.info(
@@ -488,34 +484,8 @@ async def _tool_step(
 async def _memory_note(rt: Runtime, turn: TurnState, text: str) -> dict[str, Any] | None:
     """Working memory and recall for this turn (``turn.memory``); the system message to put
     before the user's message, or None."""
-    if rt.memory is None:
-        return None
-    # Imported here, on first use: an agent without memory never loads the memory package
-    # (start-up time; the turn-overhead benchmark).
-    from hermes.agent import memory_step
-
-    try:
-        rt.memory.start()  # scheduled upkeep, from the first turn on
-        turn.memory, note = await memory_step.begin(
-            rt.memory, turn, text, rt.tools.names(), budget_tokens=rt.message_budget
-        )
-    except Exception as exc:  # noqa: BLE001 - memory is a help: the turn goes on without it
-        log.error("memory_failed", error_type=type(exc).__name__, error=str(exc)[:300])
-        return None
+    turn.memory, note = await rt.memory.begin(turn, text, rt.tools.names(), rt.message_budget)
     return None if note is None else {"role": "system", "content": note}
-
-
-def _memory_extras(rt: Runtime, turn: TurnState, text: str) -> dict[str, Any]:
-    """What this turn's tool calls get from memory in ``ToolContext.extras``: whether the
-    user's own message asks for something to be remembered (the ``remember`` tool refuses
-    otherwise, so a tool result cannot talk the model into writing the user's memory)."""
-    if rt.memory is None:
-        return {}
-    from hermes.agent import memory_step  # first use only: see _memory_note
-
-    if turn.memory is not None:
-        return turn.memory.tool_extras()
-    return {memory_step.MEMORY_USER_ASKED_KEY: memory_step.user_asked_to_remember(text)}
 
 
 async def _close_gap(rt: Runtime, turn: TurnState, slice_: ContextSlice) -> ContextSlice:

@@ -6,11 +6,12 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hermes.agent.approvals import PendingApproval
 from hermes.agent.events import AgentEvent
 from hermes.agent.result import ToolCallRecord, TurnOutcome
+from hermes.agent.turn_memory import NO_MEMORY, NO_TURN_MEMORY, MemoryHook, TurnMemory
 from hermes.models.base import Model, ToolSpec
 from hermes.models.brain import RuleBrain
 from hermes.session.fsm import ConversationState, StateMachineSpec
@@ -23,10 +24,6 @@ from hermes.tools.permissions import Authorizer
 from hermes.tools.pipeline import ToolExecutor
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.toolsets import ToolsetIndex
-
-if TYPE_CHECKING:  # the memory package loads only for agents that have a memory
-    from hermes.agent.memory_step import TurnMemory
-    from hermes.memory.facade import Memory
 
 
 def tools_tokens(registry: ToolRegistry) -> int:
@@ -70,8 +67,9 @@ class Runtime:
     extras: dict[str, Any] = field(default_factory=dict)
     #: The tool pipeline (``Agent.executor``); set by the agent before the first turn.
     executor: ToolExecutor | None = None
-    #: Working memory, recall, arguments from memory, learning (seed 001 §5); None: all off.
-    memory: Memory | None = None
+    #: Working memory, recall, arguments from memory, learning (seed 001 §5): the hook that
+    #: starts each turn's memory, chosen with the agent (``NO_MEMORY``: all off).
+    memory: MemoryHook = NO_MEMORY
 
     def refresh_tools(self) -> None:
         """Recount what depends on the registry's tools (their schemas' tokens, the toolset
@@ -140,8 +138,9 @@ class TurnState:
     pending_calls: list[tuple[str, str]] = field(default_factory=list)
     #: The calls this turn proposed for a person's approval (asked at the end of the turn).
     proposal: PendingApproval | None = None
-    #: This turn's memory (``Runtime.memory`` set): working memory, recalled memories, fills.
-    memory: TurnMemory | None = None
+    #: This turn's memory (``Runtime.memory.begin``): working memory, recalled memories,
+    #: fills; the null ``NO_TURN_MEMORY`` until it begins, and with memory off.
+    memory: TurnMemory = NO_TURN_MEMORY
     #: Tokens the model reported for this turn's calls (``RunResult.usage``); None: none did.
     usage: dict[str, int] | None = None
 

@@ -57,12 +57,11 @@ from hermes.session.ids import validate_user_id
 from hermes.session.privacy import contains_secret, without_secret_clauses
 from hermes.sqlite_support import SQLiteWorker
 from hermes.text.lang import Lang
-from hermes.tools.builtin.memory_tools import MEMORY_KEY  # where tools find the agent's Memory
 
 if TYPE_CHECKING:
     from hermes.memory.upkeep import UpkeepPolicy, UpkeepReport
 
-__all__ = ["MEMORY_KEY", "Memory", "TurnCall"]
+__all__ = ["Memory", "TurnCall"]
 
 log = get_logger("memory")
 

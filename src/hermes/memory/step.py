@@ -29,13 +29,15 @@ from hermes.observe import get_logger
 from hermes.tools.base import Tool, ToolResult
 from hermes.tools.pipeline import Call, Next, reused
 
-__all__ = ["MEMORY_TOOLSET", "Background", "MemoryStep"]
+__all__ = ["MEMORY_TOOLS", "MEMORY_TOOLSET", "Background", "MemoryStep"]
 
 logger = get_logger("memory")
 
 #: The toolset of the memory tools; a tool of it (or of one of their names) is not archived.
 MEMORY_TOOLSET = "memory"
-_MEMORY_TOOL_NAMES = frozenset({"remember", "recall_memories", "forget_memory"})
+#: The tools an agent with a long-term memory offers (``hermes.memory.tools`` builds them; the
+#: names live here, where the step that must recognise them is, so neither imports the other).
+MEMORY_TOOLS = ("remember", "recall_memories", "forget_memory")
 #: Fingerprints of the tools seen, by id (the Tool kept alive beside it, so an id is never
 #: reused while its entry lives); cleared when it grows past the bound.
 _MAX_FINGERPRINTS = 4096
@@ -122,4 +124,4 @@ class MemoryStep:
 def _is_memory_tool(tool: Tool) -> bool:
     # By name too: a program may register its own tool under a memory tool's name (the test
     # suite's stand-ins do); its output is taken to be memory text, and not archived either.
-    return tool.toolset == MEMORY_TOOLSET or tool.name in _MEMORY_TOOL_NAMES
+    return tool.toolset == MEMORY_TOOLSET or tool.name in MEMORY_TOOLS

@@ -37,7 +37,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from hermes.memory.notes import BLOCK_HEADER, SAVED_HEADER, note_items
 from hermes.models.base import ModelRequest, ModelResponse, ToolCall
 from hermes.models.brain import arith, phrases, replies
 from hermes.models.brain.expression import read_arithmetic
@@ -52,6 +51,7 @@ from hermes.models.brain.intents import (
 from hermes.models.brain.numbers import Number, format_exact
 from hermes.models.brain.phrases import render
 from hermes.models.brain.segments import place_follow_up, split_requests
+from hermes.models.memory_notes import BLOCK_HEADER, SAVED_HEADER, note_items
 from hermes.text.lang import Lang, language_of
 
 #: Longer messages are cut before slots are read (bounds the cost of user regexes).
@@ -646,7 +646,7 @@ def _inflight_parts(inflight: Any, trace_id: str) -> list[dict[str, Any]]:
 
 
 def _notes(messages: Sequence[Any]) -> str:
-    """The turn's memory notes (``hermes.memory.notes``): system messages, newest first."""
+    """The turn's memory notes (``hermes.models.memory_notes``): system messages, newest first."""
     texts = [
         _content_text(m.get("content"))
         for m in reversed(messages)

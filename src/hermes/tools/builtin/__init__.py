@@ -6,8 +6,9 @@ built-ins with one name are a programming error and fail at import.
 
 Being a built-in makes a tool available by name, not offered: an Agent offers only the tools it
 is given (``calculator`` and ``current_time`` by default). The memory tools (``remember``,
-``recall_memories``, ``forget_memory`` in ``memory_tools``) are added by the agent itself when
-it has a long-term memory (``Agent(memory=...)``).
+``recall_memories``, ``forget_memory``) are not built-ins: memory owns them
+(:mod:`hermes.memory.tools`, bound to one memory); the agent adds them itself when it has a
+long-term memory (``Agent(memory=...)``) and binds their names to its memory.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ __all__ = [
     "is_retryable",
 ]
 
+
 class PolicyState:
     """Breakers, the result cache, per-key locks and the open idempotency files.
 

@@ -1,8 +1,9 @@
 """The headers of the memory notes a turn shows the model, and how to read their items back.
 
-Kept apart from :mod:`hermes.memory.recall` so the offline rule brain can recognise the notes
-without importing the memory stores. Headers are English for every user: they instruct the
-model; the items keep the user's language.
+Memory writes the notes (:mod:`hermes.memory.recall`, :mod:`hermes.agent.memory_step`) and a
+model reads them (the offline rule brain recognises them): a contract of the model's input, so
+it lives with the models, and an agent without memory never loads the memory package for it.
+Headers are English for every user: they instruct the model; the items keep the user's language.
 """
 
 from __future__ import annotations
