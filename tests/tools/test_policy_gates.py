@@ -235,8 +235,8 @@ async def test_each_call_logs_its_steps_in_pipeline_order(backend: Backend, tmp_
     assert list(line["steps"]) == [
         "validate",
         "authorize",
-        "idempotency",
         "cache",
+        "idempotency",
         "breaker",
         "run",
         "parse",

@@ -334,7 +334,7 @@ async def _iterate(
         response = _approved_response(approved)
         approved_ctx = ctx.for_call("", approved=True)
         added = await _tool_step(
-            rt, turn, response, messages=messages, steps=steps, ctx=approved_ctx, approved=True
+            rt, turn, response, messages=messages, steps=steps, ctx=approved_ctx
         )
         tokens += sum(message_tokens(m) for m in added)
         tokens, _ = fit_messages(messages, tokens, rt.message_budget)
@@ -424,7 +424,6 @@ async def _tool_step(
     messages: list[dict[str, Any]],
     steps: ToolStepState,
     ctx: CallContext,
-    approved: bool = False,
 ) -> list[dict[str, Any]]:
     """Store the calls, run them, store their results; returns the messages it added.
 
@@ -432,7 +431,7 @@ async def _tool_step(
     ``approval_pending`` result and ``turn.proposal`` holds them.
     """
     tm = turn.memory
-    if not approved:  # approved calls run exactly as the person saw them
+    if not ctx.approved:  # approved calls run exactly as the person saw them
         response = tm.fill(rt.tools, response)
     calls = response.tool_calls
     turn.fsm.fire("call_tools")
