@@ -26,6 +26,7 @@ __all__ = ["SANDBOX_GRACE_S", "RunStep", "SandboxUnavailableError"]
 #: Extra wall time a sandboxed call gets beyond its timeout before we stop waiting for the
 #: sandbox itself (which kills the child at ``timeout``).
 SANDBOX_GRACE_S = 2.0
+_MAX_POLICIES = 4096
 
 
 class SandboxUnavailableError(ToolError):
@@ -41,8 +42,22 @@ class RunStep:
 
     name = "run"
 
+    def __init__(self) -> None:
+        #: Each tool's retry policy as the run applies it, made once (tool held: id not reused).
+        self._policies: dict[int, tuple[Tool, RetryPolicy]] = {}
+
     def applies(self, tool: Tool) -> bool:
         return True
+
+    def _policy(self, tool: Tool) -> RetryPolicy:
+        held = self._policies.get(id(tool))
+        if held is not None and held[0] is tool:
+            return held[1]
+        policy = _retry_policy_for(tool)
+        if len(self._policies) >= _MAX_POLICIES:
+            self._policies.clear()
+        self._policies[id(tool)] = (tool, policy)
+        return policy
 
     async def __call__(self, call: Call, next: Next) -> ToolResult:
         tool = call.tool
@@ -56,7 +71,7 @@ class RunStep:
             else:
                 counter = Attempts()
                 raw = await call_with_retry(
-                    _retry_policy_for(tool),
+                    self._policy(tool),
                     lambda: _attempt(tool, arguments),
                     counter,
                     tool=tool.name,
