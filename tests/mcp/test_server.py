@@ -682,3 +682,28 @@ def build_registry_with(*extra: Any) -> ToolRegistry:
     for item in extra:
         registry.register(item)
     return registry
+
+
+async def test_calls_run_through_the_executor_it_is_given() -> None:
+    """``hermes mcp serve`` hands the server the agent's pipeline: its own steps see MCP calls."""
+    from hermes.tools.pipeline import Call, CallContext, Next, ToolExecutor
+
+    seen: list[CallContext] = []
+
+    class Recorder:
+        name = "recorder"
+
+        async def __call__(self, call: Call, next: Next) -> ToolResult:
+            seen.append(call.context)
+            return await next(call)
+
+    registry = build_registry()
+    executor = ToolExecutor(registry)
+    executor.insert(Recorder())
+    server = HermesMcpServer(registry, user_id="u-1", executor=executor)
+    async with connected(server) as client:
+        result = await client.call_tool("add", {"a": 2, "b": 3})
+    assert not result.is_error
+    (ctx,) = seen
+    assert (ctx.session_id, ctx.user_id, ctx.approved) == (MCP_SESSION_ID, "u-1", False)
+    assert ctx.call_id.startswith("mcp-")
