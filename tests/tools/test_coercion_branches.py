@@ -187,6 +187,22 @@ def test_with_a_validator_the_branch_the_value_is_valid_under_wins() -> None:
     assert Coercer(ROOT, is_valid).coerce({"n": 5.0}, {"anyOf": branches}) == {"n": "5"}
 
 
+def test_the_branch_a_value_is_valid_under_fills_its_defaults() -> None:
+    def shape(kind: str, field: str, default: int) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"kind": {"const": kind}, field: {"type": "number", "default": default}},
+            "required": ["kind"],
+        }
+
+    schema = {
+        "type": "object",
+        "properties": {"shape": {"anyOf": [shape("circle", "r", 1), shape("square", "side", 2)]}},
+    }
+    got = validate_arguments(schema, {"shape": {"kind": "square"}})
+    assert got == {"shape": {"kind": "square", "side": 2}}
+
+
 def test_a_single_fitting_branch_needs_no_validator_call() -> None:
     def is_valid(value: Any, schema: Any) -> bool:
         raise AssertionError("not asked when only one branch takes the type")
@@ -314,6 +330,24 @@ def test_the_depth_limit() -> None:
     looping = {"$defs": {"L": {"$ref": "#/$defs/L"}}}
     with pytest.raises(CoercionDepthError):
         Coercer(looping).coerce(1, {"$ref": "#/$defs/L"})
+
+
+@pytest.mark.parametrize(
+    ("value", "branches", "is_valid"),
+    [
+        (1, [{"type": "integer"}], None),  # the one branch that takes the type
+        (1, [{"type": "integer"}, {"type": "integer", "minimum": 0}], lambda v, s: True),  # valid
+        ("1", [{"type": "integer"}], None),  # no branch takes it: each is tried in turn
+    ],
+    ids=["fitting", "valid", "tried"],
+)
+def test_a_union_branch_is_one_level_deeper_than_its_union(
+    value: Any, branches: list[Any], is_valid: Any
+) -> None:
+    coercer = Coercer(ROOT, is_valid)
+    assert coercer.coerce(value, {"anyOf": branches}, MAX_DEPTH - 1) == 1
+    with pytest.raises(CoercionDepthError):
+        coercer.coerce(value, {"anyOf": branches}, MAX_DEPTH)
 
 
 # -- the scalar converters -------------------------------------------------------------------
