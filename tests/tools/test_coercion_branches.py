@@ -66,6 +66,7 @@ def coerce(value: Any, schema: dict[str, Any]) -> Any:
         ({"oneOf": [{"type": "boolean"}, {"const": "x"}]}, {"boolean", "string"}),
         ({"anyOf": [{"type": "integer"}, {}]}, None),
         ({"anyOf": []}, None),
+        ({"anyOf": 5}, None),  # not a list of branches
         ({"type": "string", "enum": [1]}, {"string"}),  # an explicit type wins
         ({}, None),
         ("not a schema", None),
@@ -84,6 +85,30 @@ def test_types_of_stops_at_a_ref_cycle() -> None:
 def test_types_of_past_the_depth_limit_is_unconstrained() -> None:
     assert Coercer(ROOT).types_of({"type": "integer"}, MAX_DEPTH + 1) is None
     assert Coercer(ROOT).types_of({"type": "integer"}, MAX_DEPTH) == frozenset({"integer"})
+
+
+def steps_to_integer(kind: str, steps: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(a root, a schema ``steps`` ``$ref`` or ``anyOf`` steps from ``{"type": "integer"}``)."""
+    if kind == "$ref":
+        defs: dict[str, Any] = {f"R{n}": {"$ref": f"#/$defs/R{n + 1}"} for n in range(steps - 1)}
+        defs[f"R{steps - 1}"] = {"type": "integer"}
+        return {"$defs": defs}, {"$ref": "#/$defs/R0"}
+    schema: dict[str, Any] = {"type": "integer"}
+    for _ in range(steps):
+        schema = {"anyOf": [schema]}
+    return ROOT, schema
+
+
+@pytest.mark.parametrize("kind", ["$ref", "anyOf"])
+def test_types_of_follows_as_many_steps_as_the_depth_limit(kind: str) -> None:
+    root, schema = steps_to_integer(kind, MAX_DEPTH)
+    assert Coercer(root).types_of(schema) == frozenset({"integer"})
+
+
+@pytest.mark.parametrize("kind", ["$ref", "anyOf"])
+def test_types_of_one_step_past_the_depth_limit_is_unconstrained(kind: str) -> None:
+    root, schema = steps_to_integer(kind, MAX_DEPTH + 1)
+    assert Coercer(root).types_of(schema) is None
 
 
 # -- type lists, $ref, const, enum -----------------------------------------------------------
