@@ -170,6 +170,11 @@ def test_coercion_follows_what_the_schema_declares(
         ([{"type": "null"}, {"$ref": "#/$defs/Count"}], "3", 3),
         ([{"type": "array", "items": {"type": "integer"}}, {"type": "null"}], "4", [4]),
         ([{"type": "array", "items": {"type": "integer"}}], ["1", "2"], [1, 2]),
+        (  # no branch takes a text: the one its conversion fits is coerced all the way
+            [{"type": "integer"}, {"type": "object", "properties": {"n": {"type": "integer"}}}],
+            '{"n": "1"}',
+            {"n": 1},
+        ),
         (
             [{"type": "object", "properties": {"n": {"type": "integer"}}}, {"type": "null"}],
             {"n": "1"},
