@@ -229,6 +229,14 @@ def test_the_flat_shortcut_still_coerces_what_does_not_fit() -> None:
         validate_arguments(schema, {"a": "five"})
 
 
+def test_the_flat_shortcut_turns_a_whole_float_into_an_integer_field_int() -> None:
+    # jsonschema takes 3.0 as an integer, so only coercion makes it the int the tool declared.
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    got = validate_arguments(schema, {"a": 3.0})
+    assert got == {"a": 3}
+    assert type(got["a"]) is int
+
+
 def test_nested_values_skip_the_shortcut_and_are_coerced() -> None:
     schema = {
         "type": "object",
