@@ -13,7 +13,6 @@ side and the B/A ratio of the medians. Run:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import random
@@ -25,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ab_workers import ask, start, stop
+from ab_workers import ab_parser, ask, start, stop
 
 SCENARIOS = ("one user of 1,000", "100k memories of one user")
 
@@ -77,13 +76,8 @@ def _p95(values: list[float]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--a", help="the tree to compare against (e.g. main's src)")
-    parser.add_argument("--b", help="the tree measured (e.g. this checkout's src)")
+    parser = ab_parser(__doc__.splitlines()[0], rounds=30, batch=10)
     parser.add_argument("--memories", type=int, default=100_000)
-    parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--batch", type=int, default=10)
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         asyncio.run(_worker())

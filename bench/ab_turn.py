@@ -5,31 +5,50 @@ package, e.g. ``src`` of this checkout and of ``git archive main``), each with t
 as ``turn_overhead.py`` — a new session per turn, one 12-round session, and the sessions of
 100 and 100,000 imported messages. The driver alternates small batches between them (A B A B
 …), so a shared, noisy machine slows both alike, and reports each side's medians and the B/A
-ratio per case. Run:
+ratio per case. ``--sdk`` adds a third worker running ``turn_overhead.py``'s OpenAI Agents SDK
+turn (the peer of the new-session turn; it keeps no history), so one run gives before, after
+and the SDK, and the ratios A/SDK and B/SDK. Run:
 
     git archive main src | tar -x -C /tmp/main
-    .venv/bin/python bench/ab_turn.py --a /tmp/main/src --b src [--rounds 40 --batch 10]
+    .venv/bin/python bench/ab_turn.py --a /tmp/main/src --b src [--rounds 40 --batch 10] [--sdk]
+
+(``--sdk`` needs the ``bench`` extra: ``pip install -e .[bench]``, as ``make bench`` does.)
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import importlib.util
 import json
-import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
-from ab_workers import ask, start, stop
+from ab_workers import ab_parser, alternate, print_medians, start
 
 CASES = ("new session", "12-round session", "100 messages", "100,000 messages")
+#: The case the OpenAI Agents SDK's turn is the peer of (it starts every run with no history).
+SDK_CASE = "new session"
+
+
+async def _serve(turn: Callable[[str, int], Awaitable[None]]) -> None:
+    """One side: read a case name and a count per line, answer with the turn times (µs)."""
+    print(json.dumps({"ready": True}), flush=True)
+    counter = 0
+    for line in sys.stdin:
+        command = json.loads(line)
+        times = []
+        for _ in range(command["count"]):
+            counter += 1
+            t0 = time.perf_counter()
+            await turn(command["case"], counter)
+            times.append((time.perf_counter() - t0) * 1e6)
+        print(json.dumps(times), flush=True)
 
 
 async def _worker() -> None:
-    """One side: read a case name and a count per line, answer with the turn times (µs)."""
     sys.path.insert(0, str(Path(__file__).parent))
     from turn_overhead import FunctionModel, _script, add, history  # noqa: I001 - after the path
 
@@ -44,62 +63,55 @@ async def _worker() -> None:
             "100 messages": "hist-small-1",
             "100,000 messages": "hist-large-1",
         }
-        counter = 0
+
+        async def turn(case: str, i: int) -> None:
+            session = sessions.get(case, f"bench-new-{i}")
+            result = await agent.run("what is 2+3?", session_id=session, user_id="u1")
+            assert result.reply == "The answer is 5.", result
+
         import hermes as package
 
         print("ready", package.__file__, file=sys.stderr, flush=True)
-        print(json.dumps({"ready": True}), flush=True)
-        for line in sys.stdin:
-            command = json.loads(line)
-            case = command["case"]
-            times = []
-            for _ in range(command["count"]):
-                counter += 1
-                session = sessions.get(case, f"bench-new-{counter}")
-                t0 = time.perf_counter()
-                result = await agent.run("what is 2+3?", session_id=session, user_id="u1")
-                times.append((time.perf_counter() - t0) * 1e6)
-                assert result.reply == "The answer is 5.", result
-            print(json.dumps(times), flush=True)
+        await _serve(turn)
         await agent.aclose()
 
 
+async def _sdk_worker() -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from turn_overhead import openai_agents_turn_fn
+
+    sdk_turn = await openai_agents_turn_fn()
+    assert sdk_turn is not None, "the OpenAI Agents SDK is not installed"
+
+    async def turn(case: str, i: int) -> None:
+        await sdk_turn(i)
+
+    await _serve(turn)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--a", help="the tree to compare against (e.g. main's src)")
-    parser.add_argument("--b", help="the tree measured (e.g. this checkout's src)")
-    parser.add_argument("--rounds", type=int, default=40)
-    parser.add_argument("--batch", type=int, default=10)
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser = ab_parser(__doc__.splitlines()[0], rounds=40, batch=10)
+    parser.add_argument("--sdk", action="store_true", help="add the OpenAI Agents SDK's turn")
     args = parser.parse_args()
     if args.worker:
-        asyncio.run(_worker())
+        asyncio.run(_sdk_worker() if args.sdk else _worker())
         return
+    if args.sdk and importlib.util.find_spec("agents") is None:
+        sys.exit("--sdk: the OpenAI Agents SDK is not installed (pip install -e .[bench])")
     sides = {"A": start(__file__, args.a), "B": start(__file__, args.b)}
-    times: dict[tuple[str, str], list[float]] = {}
-    try:
-        for case in CASES:  # warm-up
-            for side in sides.values():
-                ask(side, case=case, count=args.batch)
-        for _ in range(args.rounds):
-            for case in CASES:
-                for name, side in sides.items():
-                    batch = ask(side, case=case, count=args.batch)
-                    times.setdefault((name, case), []).extend(batch)
-    finally:
-        for side in sides.values():
-            stop(side)
-    print(f"A = {args.a}\nB = {args.b}\n{args.rounds} rounds x {args.batch} turns per case")
-    print(f"{'case':22} {'A median µs':>12} {'B median µs':>12} {'B/A':>7}")
-    for case in CASES:
-        a = statistics.median(times[("A", case)])
-        b = statistics.median(times[("B", case)])
-        print(f"{case:22} {a:12.0f} {b:12.0f} {b / a:7.3f}")
-    report: dict[str, Any] = {
-        case: {side: statistics.median(times[(side.upper(), case)]) for side in ("a", "b")}
-        for case in CASES
-    }
-    print(json.dumps(report))
+    cases: dict[str, tuple[str, ...]] = dict.fromkeys(CASES, ("A", "B"))
+    if args.sdk:
+        sides["SDK"] = start(__file__, args.b, "--sdk")
+        cases[SDK_CASE] = ("A", "B", "SDK")
+    times = alternate(sides, cases, args)
+    medians = print_medians(times, cases, "µs")
+    if args.sdk:
+        sdk = medians[SDK_CASE]
+        print(
+            f"{SDK_CASE} vs the OpenAI Agents SDK: A/SDK {sdk['A'] / sdk['SDK']:.3f}, "
+            f"B/SDK {sdk['B'] / sdk['SDK']:.3f}"
+        )
+    print(json.dumps(medians))
 
 
 if __name__ == "__main__":

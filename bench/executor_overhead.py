@@ -27,12 +27,18 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+# Only names both executor APIs have are imported here: ``ab_executor.py`` imports this module's
+# tools and authorizer against a tree with the old executor and one with the pipeline. The
+# executor itself is imported where it is called.
 from hermes.models.base import ToolCall
-from hermes.tools import Tool, ToolContext, ToolRegistry, as_tool, execute_tool_call, tool
+from hermes.tools import Tool, ToolRegistry, as_tool, tool
 from hermes.tools.builtin.calculator import calculator
-from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.policies import BreakerPolicy, PolicyState, RetryPolicy
+
+if TYPE_CHECKING:
+    from hermes.tools.pipeline import CallContext, ToolExecutor
 
 CallFn = Callable[[int], Awaitable[None]]
 
@@ -106,6 +112,8 @@ def report(samples: dict[str, list[float]]) -> None:
 
 
 async def sandboxed(calls: int) -> None:
+    from hermes.tools import ToolContext, execute_tool_call
+
     sandboxed_calculator = dataclasses.replace(
         as_tool(calculator), name="sandboxed_calculator", sandbox="process", timeout=20
     )
@@ -125,6 +133,8 @@ async def sandboxed(calls: int) -> None:
 
 
 async def main(calls: int, sandbox_calls: int) -> None:
+    from hermes.tools.pipeline import CallContext, ToolExecutor
+
     print(f"Python {platform.python_version()} on {platform.machine()}, {calls} calls per path")
     with tempfile.TemporaryDirectory() as tmp:
         state = PolicyState()

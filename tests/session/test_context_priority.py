@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.session import fitting
+from hermes.session import context, fitting
 from hermes.session.context import (
     FRESH_FLOOR_TOKENS,
     STICKY_BUDGET_SHARE,
@@ -388,3 +388,66 @@ def test_sticky_notes_take_at_most_their_share_and_keep_what_the_user_asked_to_k
     assert "ORD-00299" in notes  # then the newest
     assert "ORD-00000" not in notes
     assert notes.index("VIP-30071") < notes.index("ORD-00299")  # still in the order said
+
+
+# -- the edges of dropping a round and of the notes' share --------------------------------------
+
+
+def _round_with_a_system_message() -> list[dict[str, Any]]:
+    """The head, an older round with a system message inside it, and this turn's question."""
+    return [
+        {"role": "system", "content": "You are Hermes."},
+        {"role": "user", "content": "question 0"},
+        {"role": "system", "content": "memory note"},
+        {"role": "assistant", "content": "x" * 4000},
+        {"role": "user", "content": "question 1"},
+    ]
+
+
+def test_a_system_message_inside_a_dropped_round_stays():
+    messages = _round_with_a_system_message()
+    fitted = fitting.fit(messages, messages_tokens(messages), 100)
+    assert fitted.dropped_rounds == 1
+    assert {"role": "system", "content": "memory note"} in messages
+
+
+def test_the_messages_after_a_system_message_of_a_dropped_round_go_with_it():
+    messages = _round_with_a_system_message()
+    fitting.fit(messages, messages_tokens(messages), 100)
+    assert [m["content"] for m in messages] == ["You are Hermes.", "memory note", "question 1"]
+
+
+def test_a_dropped_sticky_user_message_without_text_adds_an_empty_note_line():
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": None},
+        {"role": "assistant", "content": "x" * 4000},
+        {"role": "user", "content": "question 1"},
+    ]
+    fitting.fit(messages, messages_tokens(messages), 100, sticky=lambda m: m.get("content") is None)
+    assert messages[0] == {"role": "system", "content": STICKY_HEADER + "- user: "}
+
+
+def _notes_of(*lines: str) -> list[str]:
+    """The sticky notes of one sticky assistant item per line, at a budget of 0 (whose share
+    is below the notes' floor of 64 tokens)."""
+    items = [Item("assistant", "text", line, sticky=True) for line in lines]
+    return context._sticky_notes(items, 0)
+
+
+def test_notes_of_exactly_64_tokens_fit_the_smallest_budget():
+    text = "a" * (256 - len("- assistant: "))
+    assert count_tokens(f"- assistant: {text}") == 64
+    assert _notes_of(text) == [f"- assistant: {text}"]
+
+
+def test_notes_of_65_tokens_do_not_fit_the_smallest_budget():
+    text = "a" * (257 - len("- assistant: "))
+    assert count_tokens(f"- assistant: {text}") == 65
+    assert _notes_of(text) == []
+
+
+def test_past_the_share_the_newest_note_that_fills_it_exactly_is_kept():
+    # Each kept line costs its tokens + 1 (its newline): 63 + 1 = the floor of 64.
+    newest = "n" * (252 - len("- assistant: "))
+    assert count_tokens(f"- assistant: {newest}") == 63
+    assert _notes_of("old", newest) == [f"- assistant: {newest}"]

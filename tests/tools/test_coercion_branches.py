@@ -66,6 +66,7 @@ def coerce(value: Any, schema: dict[str, Any]) -> Any:
         ({"oneOf": [{"type": "boolean"}, {"const": "x"}]}, {"boolean", "string"}),
         ({"anyOf": [{"type": "integer"}, {}]}, None),
         ({"anyOf": []}, None),
+        ({"anyOf": 5}, None),  # not a list of branches
         ({"type": "string", "enum": [1]}, {"string"}),  # an explicit type wins
         ({}, None),
         ("not a schema", None),
@@ -84,6 +85,30 @@ def test_types_of_stops_at_a_ref_cycle() -> None:
 def test_types_of_past_the_depth_limit_is_unconstrained() -> None:
     assert Coercer(ROOT).types_of({"type": "integer"}, MAX_DEPTH + 1) is None
     assert Coercer(ROOT).types_of({"type": "integer"}, MAX_DEPTH) == frozenset({"integer"})
+
+
+def steps_to_integer(kind: str, steps: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(a root, a schema ``steps`` ``$ref`` or ``anyOf`` steps from ``{"type": "integer"}``)."""
+    if kind == "$ref":
+        defs: dict[str, Any] = {f"R{n}": {"$ref": f"#/$defs/R{n + 1}"} for n in range(steps - 1)}
+        defs[f"R{steps - 1}"] = {"type": "integer"}
+        return {"$defs": defs}, {"$ref": "#/$defs/R0"}
+    schema: dict[str, Any] = {"type": "integer"}
+    for _ in range(steps):
+        schema = {"anyOf": [schema]}
+    return ROOT, schema
+
+
+@pytest.mark.parametrize("kind", ["$ref", "anyOf"])
+def test_types_of_follows_as_many_steps_as_the_depth_limit(kind: str) -> None:
+    root, schema = steps_to_integer(kind, MAX_DEPTH)
+    assert Coercer(root).types_of(schema) == frozenset({"integer"})
+
+
+@pytest.mark.parametrize("kind", ["$ref", "anyOf"])
+def test_types_of_one_step_past_the_depth_limit_is_unconstrained(kind: str) -> None:
+    root, schema = steps_to_integer(kind, MAX_DEPTH + 1)
+    assert Coercer(root).types_of(schema) is None
 
 
 # -- type lists, $ref, const, enum -----------------------------------------------------------
@@ -145,6 +170,11 @@ def test_coercion_follows_what_the_schema_declares(
         ([{"type": "null"}, {"$ref": "#/$defs/Count"}], "3", 3),
         ([{"type": "array", "items": {"type": "integer"}}, {"type": "null"}], "4", [4]),
         ([{"type": "array", "items": {"type": "integer"}}], ["1", "2"], [1, 2]),
+        (  # no branch takes a text: the one its conversion fits is coerced all the way
+            [{"type": "integer"}, {"type": "object", "properties": {"n": {"type": "integer"}}}],
+            '{"n": "1"}',
+            {"n": 1},
+        ),
         (
             [{"type": "object", "properties": {"n": {"type": "integer"}}}, {"type": "null"}],
             {"n": "1"},
@@ -185,6 +215,22 @@ def test_with_a_validator_the_branch_the_value_is_valid_under_wins() -> None:
     assert asked[:2] == [branches[0], branches[1]]
     # valid under none of them: the first fitting branch coerces it
     assert Coercer(ROOT, is_valid).coerce({"n": 5.0}, {"anyOf": branches}) == {"n": "5"}
+
+
+def test_the_branch_a_value_is_valid_under_fills_its_defaults() -> None:
+    def shape(kind: str, field: str, default: int) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"kind": {"const": kind}, field: {"type": "number", "default": default}},
+            "required": ["kind"],
+        }
+
+    schema = {
+        "type": "object",
+        "properties": {"shape": {"anyOf": [shape("circle", "r", 1), shape("square", "side", 2)]}},
+    }
+    got = validate_arguments(schema, {"shape": {"kind": "square"}})
+    assert got == {"shape": {"kind": "square", "side": 2}}
 
 
 def test_a_single_fitting_branch_needs_no_validator_call() -> None:
@@ -314,6 +360,24 @@ def test_the_depth_limit() -> None:
     looping = {"$defs": {"L": {"$ref": "#/$defs/L"}}}
     with pytest.raises(CoercionDepthError):
         Coercer(looping).coerce(1, {"$ref": "#/$defs/L"})
+
+
+@pytest.mark.parametrize(
+    ("value", "branches", "is_valid"),
+    [
+        (1, [{"type": "integer"}], None),  # the one branch that takes the type
+        (1, [{"type": "integer"}, {"type": "integer", "minimum": 0}], lambda v, s: True),  # valid
+        ("1", [{"type": "integer"}], None),  # no branch takes it: each is tried in turn
+    ],
+    ids=["fitting", "valid", "tried"],
+)
+def test_a_union_branch_is_one_level_deeper_than_its_union(
+    value: Any, branches: list[Any], is_valid: Any
+) -> None:
+    coercer = Coercer(ROOT, is_valid)
+    assert coercer.coerce(value, {"anyOf": branches}, MAX_DEPTH - 1) == 1
+    with pytest.raises(CoercionDepthError):
+        coercer.coerce(value, {"anyOf": branches}, MAX_DEPTH)
 
 
 # -- the scalar converters -------------------------------------------------------------------

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
 
 from hermes.tools import ToolArgumentError, validate_arguments
 from hermes.tools import validation as validation_module
+from hermes.tools._coercion import Coercer
 from hermes.tools._fastcheck import compile_fast_check
 from hermes.tools.validation import check_json_schema, closed_schema
 
@@ -227,6 +229,43 @@ def test_the_flat_shortcut_still_coerces_what_does_not_fit() -> None:
     assert validate_arguments(schema, {"a": "5"}) == {"a": 5}
     with pytest.raises(ToolArgumentError, match="a: "):
         validate_arguments(schema, {"a": "five"})
+
+
+def test_the_flat_shortcut_turns_a_whole_float_into_an_integer_field_int() -> None:
+    # jsonschema takes 3.0 as an integer, so only coercion makes it the int the tool declared.
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    got = validate_arguments(schema, {"a": 3.0})
+    assert got == {"a": 3}
+    assert type(got["a"]) is int
+
+
+def _refuse(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("the fast path should not get here")
+
+
+def test_a_valid_flat_call_is_not_coerced(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The common call's cost (BENCHMARKS §4): valid flat arguments are copied, not coerced.
+    schema = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "days": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "metric": {"type": "boolean"},
+        },
+    }
+    monkeypatch.setattr(Coercer, "coerce", _refuse)
+    sent = {"city": "Oslo", "days": 3, "ratio": 0.5, "metric": True}
+    assert validate_arguments(schema, sent) == sent
+
+
+def test_coerced_arguments_the_fast_check_accepts_skip_jsonschema(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    schema = {"type": "object", "properties": {"days": {"type": "integer"}}}
+    validate_arguments(schema, {"days": 1})  # compiled first: checking a schema runs jsonschema
+    monkeypatch.setattr(Draft202012Validator, "iter_errors", _refuse)
+    assert validate_arguments(schema, {"days": "3"}) == {"days": 3}
 
 
 def test_nested_values_skip_the_shortcut_and_are_coerced() -> None:

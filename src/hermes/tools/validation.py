@@ -42,8 +42,9 @@ __all__ = [
 ]
 
 _CACHE_SIZE = 1024
-#: Values that cannot be changed through a shallow copy of the arguments.
-_SCALARS = (str, int, float, bool, type(None))
+#: Values that cannot be changed through a shallow copy of the arguments (floats aside: a
+#: whole one is valid for an integer field, and only coercion makes it an int, 3.0 → 3).
+_SCALARS = (str, int, bool, type(None))
 _OPENING_KEYWORDS = ("additionalProperties", "patternProperties", "unevaluatedProperties", "allOf")
 
 
@@ -81,7 +82,10 @@ def validate_arguments(schema: dict[str, Any], args: Any) -> dict[str, Any]:
     if (
         compiled.defaults_free
         and fast_check is not None
-        and all(isinstance(value, _SCALARS) for value in args.values())
+        and all(
+            isinstance(value, _SCALARS) or (type(value) is float and not value.is_integer())
+            for value in args.values()
+        )
         and fast_check(args)
     ):
         # Already valid, flat and with no defaults to fill: coercion would copy it unchanged
