@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 
 from hermes import Agent
 from hermes.memory.facade import Memory
+from hermes.storage.sqlite.session_migrations import SCHEMA_VERSION
 from hermes.testing import FunctionModel
 from tests.fixtures.make_hermes_data_v1 import open_agent
 
@@ -30,6 +32,7 @@ ADA, BOB = "session-fixture-ada", "session-fixture-bob"
 
 @dataclass
 class Opened:
+    root: Path
     agent: Agent
     memory: Memory
     shipped: list[str]
@@ -42,7 +45,7 @@ async def opened(tmp_path: Path) -> AsyncIterator[Opened]:
     shipped: list[str] = []
     agent, memory = open_agent(root, shipped, extractor="off")
     try:
-        yield Opened(agent, memory, shipped)
+        yield Opened(root, agent, memory, shipped)
     finally:
         await agent.aclose()
         await memory.aclose()
@@ -64,6 +67,14 @@ async def test_the_sessions_their_items_summaries_and_state_read_as_written(open
         window = await store.context_slice(record.session_id, rounds=2)
         assert window.summary is not None
         assert window.summary.seq == expected["summary_seq"]
+
+
+async def test_the_session_database_is_brought_to_the_current_schema(opened: Opened):
+    conn = sqlite3.connect(opened.root / ".hermes" / "hermes.db")
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        conn.close()
 
 
 async def test_a_session_goes_on_where_it_stopped(opened: Opened):
