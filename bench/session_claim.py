@@ -1,9 +1,10 @@
 """What claiming a session costs: OS file locks vs in-process locks vs no lock, side by side.
 
 Part 1, the claim alone: ``async with locks.claim(session, wait=0)`` on
-:class:`~hermes.session.locks.FileSessionLocks` — byte ranges of one open file (Linux, the
-default there: lock and unlock one byte) and ``flock`` on a file per session (the fallback: open,
-``flock``, read and write the token, close) —, :class:`~hermes.session.locks.LocalSessionLocks`
+:class:`~hermes.storage.sqlite.session_locks.FileSessionLocks` — byte ranges of one open file
+(Linux, the default there: lock and unlock one byte) and ``flock`` on a file per session (the
+fallback: open, ``flock``, read and write the token, close) —,
+:class:`~hermes.session.locks.LocalSessionLocks`
 (an asyncio lock and a token) and an empty ``async with`` (the floor).
 
 Part 2, a whole turn (the turn of ``bench/turn_overhead.py``: the model calls ``add(2, 3)``, the
@@ -32,7 +33,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 from hermes import Agent
-from hermes.session.locks import FileSessionLocks, LocalSessionLocks, SessionClaim
+from hermes.session.locks import LocalSessionLocks, SessionClaim
+from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.testing import FunctionModel
 from turn_overhead import _script, add  # the same turn (bench/ is the script's path)
 

@@ -1,9 +1,11 @@
 """The house rules of ``src/hermes`` as a test (STYLE.md, DESIGN.md's layers): no file over
 1,000 lines, no function over 80, no import cycle between modules — imports under
 ``TYPE_CHECKING`` and inside functions count too —, ``hermes.tools`` never importing
-memory, the agent or the channels (memory plugs into the tool pipeline, not the other way), and
-no file citing an issue number (a reader cannot open the issues: cite the seed section, "seed
-003 §4.2", or the DESIGN.md heading, 'DESIGN.md, "Scale-out"').
+memory, the agent or the channels (memory plugs into the tool pipeline, not the other way),
+storage as a layer (DESIGN.md, "Layers"; STYLE.md §11: only the composition root imports
+``hermes.storage``, and no module outside it imports ``sqlite3``), and no file citing an
+issue number (a reader cannot open the issues: cite the seed section, "seed 003 §4.2", or the
+DESIGN.md heading, 'DESIGN.md, "Scale-out"').
 
 What breaks a rule today is named in the ``KNOWN_*`` lists below, each with its reason; the
 lists may only shrink. A name in a list that no longer breaks the rule fails the test too, so a
@@ -37,6 +39,33 @@ KNOWN_LONG_FUNCTIONS: dict[str, str] = {}
 KNOWN_CYCLES: dict[tuple[str, ...], str] = {}
 #: ``hermes.tools`` modules importing an upper layer, as (importer, imported).
 KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {}
+
+#: The backends' layer, and the one module outside it that may import it (it chooses backends).
+STORAGE = "hermes.storage"
+COMPOSITION_ROOT = "hermes.agent.compose"
+_SHIM = "re-export of a moved module for the SQLite code that has not moved into storage/ yet"
+#: Modules outside ``hermes.storage`` importing it, besides the composition root.
+KNOWN_STORAGE_IMPORTERS: dict[str, str] = {
+    "hermes.sqlite_support": _SHIM + " (memory/*, the idempotency keys, notes)",
+    "hermes.session.migrations": _SHIM + " (memory/index.py, memory/longterm_schema.py)",
+    "hermes.session.open": _SHIM + " (memory/open.py: check_store_backend)",
+}
+_NOT_MOVED = "SQLite code still beside its concept; it moves into storage/sqlite/"
+#: Modules outside ``hermes.storage`` importing ``sqlite3``.
+KNOWN_SQLITE3_IMPORTERS: dict[str, str] = {
+    "hermes.memory.embed": _NOT_MOVED + " (the embedding cache)",
+    "hermes.memory.facade": _NOT_MOVED + " (memory's SQL runs in the facade)",
+    "hermes.memory.index": _NOT_MOVED + " (the L2 tool-call index)",
+    "hermes.memory.keywords": _NOT_MOVED + " (the FTS keyword search)",
+    "hermes.memory.lexicon": _NOT_MOVED + " (the lexicon's cache file)",
+    "hermes.memory.longterm": _NOT_MOVED + " (the MemoryStore)",
+    "hermes.memory.longterm_schema": _NOT_MOVED + " (the memory tables' schema)",
+    "hermes.memory.longterm_sql": _NOT_MOVED + " (the memory queries)",
+    "hermes.memory.supersede": _NOT_MOVED + " (superseding memories)",
+    "hermes.memory.upkeep_sql": _NOT_MOVED + " (upkeep keeps the rules, loses the SQL)",
+    "hermes.tools.builtin.notes": _NOT_MOVED + " (notes/todos, their own file)",
+    "hermes.tools.policies.idempotency": _NOT_MOVED + " (the idempotency keys)",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -90,6 +119,22 @@ def _imports(module: str) -> set[str]:
             if name and name != module:
                 targets.add(name)
     return targets
+
+
+def _outside_names(tree: ast.Module) -> set[str]:
+    """The top-level names of the absolute imports anywhere in ``tree`` (``import
+    sqlite3.dbapi2`` → ``sqlite3``; relative imports are the project's own)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.partition(".")[0])
+    return names
+
+
+def _in_layer(module: str, layer: str) -> bool:
+    return module == layer or module.startswith(layer + ".")
 
 
 def _graph() -> dict[str, set[str]]:
@@ -205,6 +250,33 @@ def test_tools_never_import_memory_the_agent_or_the_channels():
     assert fixed == [], f"gone, drop from KNOWN_UPWARD_IMPORTS: {fixed}"
 
 
+def test_only_the_composition_root_imports_storage():
+    importers = {
+        module
+        for module in MODULES
+        if not _in_layer(module, STORAGE) and module != COMPOSITION_ROOT
+        if any(_in_layer(target, STORAGE) for target in _imports(module))
+    }
+    new = sorted(importers - set(KNOWN_STORAGE_IMPORTERS))
+    assert new == [], (
+        f"only {COMPOSITION_ROOT} chooses backends (STYLE.md §11); ask it, not {STORAGE}: {new}"
+    )
+    fixed = sorted(set(KNOWN_STORAGE_IMPORTERS) - importers)
+    assert fixed == [], f"gone, drop from KNOWN_STORAGE_IMPORTERS: {fixed}"
+
+
+def test_no_module_outside_storage_imports_sqlite3():
+    importers = {
+        module
+        for module in MODULES
+        if not _in_layer(module, STORAGE) and "sqlite3" in _outside_names(_tree(module))
+    }
+    new = sorted(importers - set(KNOWN_SQLITE3_IMPORTERS))
+    assert new == [], f"SQL lives in storage/sqlite/ (DESIGN.md, 'Layers'): {new}"
+    fixed = sorted(set(KNOWN_SQLITE3_IMPORTERS) - importers)
+    assert fixed == [], f"gone, drop from KNOWN_SQLITE3_IMPORTERS: {fixed}"
+
+
 def _issue_citations(root: Path) -> list[str]:
     """Every issue-number citation in the files under ``root``, as ``path:line: text``
     (across a line break too: "issue\\n5")."""
@@ -227,6 +299,14 @@ def test_no_file_cites_an_issue_number():
 
 
 # -- the checker itself ------------------------------------------------------------------------
+
+
+def test_outside_imports_are_found_anywhere_in_a_module():
+    tree = ast.parse(
+        "import sqlite3.dbapi2\nfrom json import dumps\nfrom . import x\n"
+        "def f():\n    import fcntl\n"
+    )
+    assert _outside_names(tree) == {"sqlite3", "json", "fcntl"}
 
 
 def test_the_cycle_finder_finds_a_cycle_and_nothing_else():

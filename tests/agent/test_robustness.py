@@ -19,7 +19,7 @@ from hermes import Agent, tool
 from hermes.errors import InvalidInputError, SessionBusyError
 from hermes.models.base import ModelRequest, ModelResponse
 from hermes.session.items import Item, SessionState
-from hermes.session.sqlite_store import SQLiteStore
+from hermes.storage.sqlite.sessions import SQLiteStore
 from hermes.testing import FunctionModel, ScriptedModel, call, calls, say
 from tests.agent.conftest import AgentFactory, add, all_items, assert_pairs_complete
 
@@ -317,7 +317,7 @@ async def test_importing_into_a_session_with_history_keeps_what_it_knew(
 
 async def test_a_store_passed_in_stays_open_after_the_agent_closes(tmp_path: Path) -> None:
     from hermes import Agent
-    from hermes.session.sqlite_store import SQLiteStore
+    from hermes.storage.sqlite.sessions import SQLiteStore
 
     store = SQLiteStore(tmp_path / "shared.db")
     agent = Agent(model=ScriptedModel([say("hi")]), store=store)

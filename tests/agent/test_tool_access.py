@@ -133,7 +133,7 @@ def test_plugins_from_the_config_are_loaded_and_a_broken_one_is_reported(
         encoding="utf-8",
     )
     from hermes.agent.factory import build_agent
-    from hermes.session.sqlite_store import SQLiteStore
+    from hermes.storage.sqlite.sessions import SQLiteStore
 
     agent = build_agent(load_config(tmp_path / "hermes.yaml", cwd=tmp_path))
     try:

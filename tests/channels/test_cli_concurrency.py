@@ -193,7 +193,7 @@ def test_four_processes_on_one_session_never_interleave(
 
 
 def test_a_run_on_a_session_another_process_holds_is_refused_cleanly(hermes: Hermes) -> None:
-    from hermes.session.locks import FileSessionLocks
+    from hermes.storage.sqlite.session_locks import FileSessionLocks
 
     _configure(hermes, turn_timeout=1)
     hermes.data_dir.mkdir(parents=True)

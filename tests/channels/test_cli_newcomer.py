@@ -118,7 +118,7 @@ def test_delete_needs_yes_without_a_terminal_then_removes_the_session(personal: 
 
 _HOLD_CLAIM = """
 import asyncio, sys
-from hermes.session.locks import FileSessionLocks
+from hermes.storage.sqlite.session_locks import FileSessionLocks
 
 async def main():
     locks = FileSessionLocks(sys.argv[1])

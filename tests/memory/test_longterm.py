@@ -32,7 +32,7 @@ from hermes.memory.records import (
     MemoryNotFoundError,
     SearchFilter,
 )
-from hermes.session.sqlite_store import SQLiteStore
+from hermes.storage.sqlite.sessions import SQLiteStore
 from tests.memory.conftest import FakeEmbedder
 
 DAY = 86_400.0

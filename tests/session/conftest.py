@@ -1,48 +1,20 @@
-"""Fixtures of the session tests: the store backends every conformance test runs against.
-
-A backend gives a fresh, empty storage per test and can open it again (to test that data
-survives a restart). SQLite is the only backend today; PostgreSQL plugs in by adding a factory
-to ``BACKENDS``.
-"""
+"""Fixtures of the session tests: ``store`` runs a test on every store backend
+(``tests.storage.backends``, the ones the Store conformance suite runs on)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Protocol
 
 import pytest
 
-from hermes.session.sqlite_store import SQLiteStore
 from hermes.session.store import Store
+from tests.storage.backends import STORE_BACKENDS, Backend
 
 
-class Backend(Protocol):
-    name: str
-
-    def open(self) -> Store:
-        """A store on this test's storage; calling it again reopens the same data."""
-        ...
-
-
-@dataclass
-class SQLiteBackend:
-    path: Path
-    name: str = "sqlite"
-
-    def open(self) -> Store:
-        return SQLiteStore(self.path)
-
-
-BACKENDS: dict[str, Callable[[Path], Backend]] = {
-    "sqlite": lambda tmp_path: SQLiteBackend(tmp_path / "hermes.db"),
-}
-
-
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(params=sorted(STORE_BACKENDS))
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    return BACKENDS[request.param](tmp_path)
+    return STORE_BACKENDS[request.param](tmp_path)
 
 
 @pytest.fixture

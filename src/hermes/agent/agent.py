@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent.approvals import Decision, PendingApproval
+from hermes.agent.compose import open_locks, open_store
 from hermes.agent.events import AgentEvent, TurnFinished
 from hermes.agent.history import import_chat_history
 from hermes.agent.remote_tools import RemoteTools
@@ -32,7 +33,6 @@ from hermes.models.brain import RuleBrain
 from hermes.observe import get_logger, log_context
 from hermes.session.fsm import StateMachineSpec
 from hermes.session.ids import new_session_id, validate_session_id, validate_user_id
-from hermes.session.open import open_locks, open_store
 from hermes.session.store import Store
 from hermes.session.summary import ExtractiveSummarizer, Summarizer
 from hermes.session.tokens import message_tokens

@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.agent.agent import Agent
+from hermes.agent.compose import check_store_backend, open_store
 from hermes.config import LoadedConfig
 from hermes.config.schema import RbacConfig
 from hermes.models.base import Model
 from hermes.models.brain import RuleBrain
 from hermes.observe import configure_logging, get_logger
-from hermes.session.open import check_store_backend, open_store
 from hermes.session.summary import ModelSummarizer
 from hermes.tools.audit import AuditLog
 from hermes.tools.base import Tool

@@ -15,6 +15,7 @@ import typer
 from rich.table import Column, Table
 from rich.text import Text
 
+from hermes.agent.compose import open_store
 from hermes.channels.app import (
     JsonFlag,
     loaded_config,
@@ -27,7 +28,6 @@ from hermes.channels.output import fail, note, out, write_json
 from hermes.errors import HermesError, SessionNotFoundError
 from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.session.items import Item, SessionRecord
-from hermes.session.open import open_store
 from hermes.session.privacy import mask_personal
 from hermes.session.store import Store
 

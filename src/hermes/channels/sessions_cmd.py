@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from hermes.agent.compose import open_locks
 from hermes.channels.app import JsonFlag, run_async, sessions_app
 from hermes.channels.browse import (
     closing,
@@ -26,7 +27,6 @@ from hermes.channels.browse import (
 from hermes.channels.output import EXIT_USAGE, fail, note, report_error, write_json
 from hermes.errors import HermesError
 from hermes.session.ids import validate_session_id
-from hermes.session.open import open_locks
 from hermes.session.store import Store
 
 SessionArgument = Annotated[str, typer.Argument(help="Session id.")]

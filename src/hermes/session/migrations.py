@@ -1,136 +1,14 @@
-"""Versioned schema of the SQLite session store.
+"""Moved: the schema steps of SQLite files live in ``hermes.storage.sqlite.migrations`` and the
+session schema in ``hermes.storage.sqlite.session_migrations`` (DESIGN.md, "Layers": backends
+in storage/).
 
-``MIGRATIONS[i]`` upgrades a database from version ``i`` to ``i + 1``; the version lives in
-``PRAGMA user_version``. Each step runs in its own ``BEGIN IMMEDIATE`` transaction together
-with the version bump, so a crash leaves the database at a whole version. Steps are append-only:
-never edit a released step, add a new one.
+Kept as a re-export for the memory tables and the tool-call index (``memory/index.py``,
+``memory/longterm_schema.py``) until their own move into ``storage/sqlite/``.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable, Sequence
+from hermes.storage.sqlite.migrations import Migration, apply_migrations, schema_version
+from hermes.storage.sqlite.session_migrations import MIGRATIONS, SCHEMA_VERSION
 
-from hermes.errors import StoreError
-from hermes.sqlite_support import write_transaction
-
-#: One schema step: SQL statements, or functions of the connection run in its transaction.
-Migration = Sequence[str | Callable[[sqlite3.Connection], None]]
-
-_V1: Migration = (
-    """
-    CREATE TABLE sessions (
-        session_id       TEXT PRIMARY KEY,
-        user_id          TEXT,
-        title            TEXT,
-        created_at       REAL NOT NULL,
-        last_active      REAL NOT NULL,
-        item_count       INTEGER NOT NULL DEFAULT 0,
-        last_seq         INTEGER NOT NULL DEFAULT 0,
-        fsm_state        TEXT NOT NULL DEFAULT 'idle',
-        state_entered_at REAL NOT NULL DEFAULT 0,
-        scratch          TEXT NOT NULL DEFAULT '{}',
-        token_estimate   INTEGER NOT NULL DEFAULT 0
-    )
-    """,
-    "CREATE INDEX sessions_by_activity ON sessions (last_active DESC)",
-    "CREATE INDEX sessions_by_user_activity ON sessions (user_id, last_active DESC)",
-    """
-    CREATE TABLE items (
-        session_id   TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
-        seq          INTEGER NOT NULL,
-        role         TEXT NOT NULL,
-        kind         TEXT NOT NULL,
-        content      TEXT NOT NULL,
-        tool_call_id TEXT,
-        tool_name    TEXT,
-        sticky       INTEGER NOT NULL DEFAULT 0,
-        trace_id     TEXT,
-        meta         TEXT,
-        created_at   REAL NOT NULL,
-        PRIMARY KEY (session_id, seq)
-    )
-    """,
-    # Partial indexes: each read a turn makes (start of the N-th last round, latest summary,
-    # sticky items) is a seek into a small index, whatever the session's length (DESIGN §5).
-    "CREATE INDEX items_round_starts ON items (session_id, seq) "
-    "WHERE role = 'user' AND kind = 'text'",
-    "CREATE INDEX items_summaries ON items (session_id, seq) WHERE kind = 'summary'",
-    "CREATE INDEX items_sticky ON items (session_id, seq) WHERE sticky = 1",
-)
-
-# v2: every append moves sessions.last_active, and with two indexes on it each commit wrote
-# two more index pages (~30% of a turn's write cost). Sessions are now listed through an
-# index on the owner only (it never changes), then sorted by activity; listing all sessions
-# of all users, an operator's rare query, sorts the table.
-_V2: Migration = (
-    "DROP INDEX sessions_by_activity",
-    "DROP INDEX sessions_by_user_activity",
-    "CREATE INDEX sessions_by_user ON sessions (user_id)",
-)
-
-# v3: the pending approval of a session (seed 004 §4.3): the tool call(s) waiting
-# for a person's yes or no, as JSON, NULL when nothing waits. Its own column rather than a key
-# of ``scratch``, so an operator can find waiting sessions with one query.
-_V3: Migration = ("ALTER TABLE sessions ADD COLUMN approval TEXT",)
-
-# v4: the fence of a session (hermes.session.locks): the highest claim token a write of a turn
-# has carried. A write with a lower token (a turn whose claim was overtaken) is refused, so only
-# the claimant of the session's newest turn writes to it.
-_V4: Migration = ("ALTER TABLE sessions ADD COLUMN claim_token INTEGER NOT NULL DEFAULT 0",)
-
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2, _V3, _V4)
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
-def schema_version(conn: sqlite3.Connection) -> int:
-    """The schema version recorded in the database (0 for a new, empty file)."""
-    row = conn.execute("PRAGMA user_version").fetchone()
-    return int(row[0])
-
-
-def apply_migrations(
-    conn: sqlite3.Connection,
-    where: str,
-    steps: Sequence[Migration] = MIGRATIONS,
-    *,
-    read_version: Callable[[sqlite3.Connection], int] = schema_version,
-    write_version: Callable[[sqlite3.Connection, int], None] | None = None,
-    what: str = "the database {where}",
-) -> int:
-    """Bring the database up to ``len(steps)``, one transaction per step; return the version.
-
-    A step is SQL statements or functions of the connection. By default the version is
-    ``PRAGMA user_version``; another schema in the same file (the memory tables) passes its own
-    ``read_version``/``write_version`` and names itself in errors with ``what``. ``conn`` must
-    be in autocommit mode (``isolation_level=None``). Raises ``StoreError`` when the database
-    was written by a newer Hermes (a newer schema than ``steps`` knows), naming ``where`` (the
-    file). ``sqlite3.Error`` from a step propagates after a rollback.
-    """
-    target = len(steps)
-    write = write_version or _write_user_version
-    version = read_version(conn)
-    while version < target:
-        with write_transaction(conn):
-            # Re-read under the write lock: another process may have migrated meanwhile.
-            version = read_version(conn)
-            if version < target:
-                for statement in steps[version]:
-                    if callable(statement):
-                        statement(conn)
-                    else:
-                        conn.execute(statement)
-                version += 1
-                write(conn, version)
-    if version > target:
-        raise StoreError(
-            f"{what.format(where=where)} has schema version {version}, newer than this Hermes "
-            f"supports ({target}); upgrade Hermes or use another database file",
-            path=where,
-            version=version,
-        )
-    return version
-
-
-def _write_user_version(conn: sqlite3.Connection, version: int) -> None:
-    conn.execute(f"PRAGMA user_version = {version:d}")
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "apply_migrations", "schema_version"]

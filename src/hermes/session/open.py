@@ -1,86 +1,13 @@
-"""Turn what a user wrote for ``store=`` (nothing, a path, a URL, a ready store) into a Store,
-and pick the ``SessionLocks`` that go with it."""
+"""Moved: ``open_store``, ``open_locks`` and ``check_store_backend`` live in
+``hermes.storage.open`` (DESIGN.md, "Layers": storage/open.py turns a URL into a backend).
+
+Kept as a re-export for the importers the later storage moves will change (``memory/open.py``
+checks a store URL with ``check_store_backend``); new code goes through the composition root,
+``hermes.agent.compose``.
+"""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from hermes.storage.open import check_store_backend, open_locks, open_store
 
-from hermes.errors import ConfigError
-from hermes.session.locks import FileSessionLocks, LocalSessionLocks, SessionLocks
-from hermes.session.sqlite_store import DEFAULT_DB_PATH, SQLiteStore
-from hermes.session.store import Store
-
-_SQLITE_SCHEME = "sqlite://"
-_SERVER_SCHEMES = ("postgres://", "postgresql://", "redis://")
-
-
-def open_store(
-    spec: str | os.PathLike[str] | Store | None, *, base_dir: Path | None = None
-) -> Store:
-    """The store ``spec`` names.
-
-    - ``None``: the default SQLite file ``.hermes/hermes.db`` under ``base_dir`` (or the current
-      directory);
-    - a path (``str`` or ``PathLike``), optionally as ``sqlite:///abs/path`` or
-      ``sqlite://relative/path``: a :class:`SQLiteStore` on that file; a relative path is taken
-      from ``base_dir`` when given; ``":memory:"`` is a private in-memory database;
-    - a ready :class:`Store`: returned as is.
-
-    Raises ``ConfigError`` for a server URL whose backend is not available or an unusable
-    value, ``StoreError`` when the file cannot be opened.
-    """
-    if spec is None:
-        return SQLiteStore((base_dir or Path.cwd()) / DEFAULT_DB_PATH)
-    if isinstance(spec, os.PathLike):
-        return SQLiteStore(_resolve(Path(spec), base_dir))
-    if isinstance(spec, str):
-        check_store_backend(spec)
-        text = spec.strip()
-        if text.startswith(_SQLITE_SCHEME):
-            text = text[len(_SQLITE_SCHEME) :]
-            # sqlite:///abs/path keeps its leading slash; sqlite://rel/path is relative.
-        if not text:
-            raise ConfigError("the store path is empty")
-        if text == ":memory:":
-            return SQLiteStore(":memory:")
-        return SQLiteStore(_resolve(Path(text).expanduser(), base_dir))
-    if isinstance(spec, Store):
-        return spec
-    raise ConfigError(f"store must be a path, a URL or a Store object, not {type(spec).__name__}")
-
-
-def open_locks(store: Store) -> SessionLocks:
-    """The session claims that go with ``store`` (``hermes.session.locks``).
-
-    A SQLite file (opened from a path or handed in): OS file locks beside it (``<db>.lock``),
-    shared by every process on that file. ``:memory:``: in-process locks, which
-    exclude every turn (no other process can reach the store). Any other ``Store`` object:
-    in-process locks that cannot see other processes; its turns still carry fencing tokens,
-    and a working state it holds is taken as a live turn until the turn timeout has passed.
-    """
-    if isinstance(store, SQLiteStore):
-        if store.path == ":memory:":
-            return LocalSessionLocks(cross_process=True)
-        return FileSessionLocks(os.path.abspath(store.path))
-    return LocalSessionLocks(cross_process=False)
-
-
-def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None) -> None:
-    """Raise ``ConfigError`` (key ``store.path``) when ``spec`` names a server backend this
-    build does not have; checked before anything else is opened, so that it is the first
-    thing a person reads (not, say, a memory setting the server store would also need)."""
-    text = os.fspath(spec).strip()
-    if text.startswith(_SERVER_SCHEMES):
-        scheme = text.split(":", 1)[0]
-        raise ConfigError(
-            f"the '{scheme}' store backend is not in this build: use a SQLite file path such "
-            f"as .hermes/hermes.db / 此版本不包含 {scheme} 存储后端，请改用 SQLite 文件路径"
-            "（如 .hermes/hermes.db）",
-            key="store.path",
-            file=file,
-        )
-
-
-def _resolve(path: Path, base_dir: Path | None) -> Path:
-    return path if path.is_absolute() or base_dir is None else base_dir / path
+__all__ = ["check_store_backend", "open_locks", "open_store"]

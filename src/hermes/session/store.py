@@ -1,5 +1,6 @@
-"""The Store protocol: every backend (SQLite now, PostgreSQL later) implements it and passes
-the same conformance tests (``tests/session/test_store_conformance.py``)."""
+"""The Store protocol: every backend (``hermes.storage``: SQLite now, PostgreSQL later)
+implements it and passes the same conformance tests (``tests/storage/conformance/test_store.py``).
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""The default session store: one SQLite file (WAL), one connection, one worker thread.
+"""The default session store (the ``Store`` protocol of ``hermes.session.store``): one SQLite
+file (WAL), one connection, one worker thread.
 
-The connection is owned by :class:`hermes.sqlite_support.SQLiteWorker`: calls that cannot block
-run on the caller's thread, anything that could (another process's lock, WAL checkpoints) on
-the worker — its docstring says why and how. Write transactions are ``BEGIN IMMEDIATE`` so seqs
-stay contiguous even when several processes share the file.
+The connection is owned by :class:`hermes.storage.sqlite.support.SQLiteWorker`: calls that
+cannot block run on the caller's thread, anything that could (another process's lock, WAL
+checkpoints) on the worker — its docstring says why and how. Write transactions are
+``BEGIN IMMEDIATE`` so seqs stay contiguous even when several processes share the file.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Any, NoReturn
 from hermes.errors import ClaimLostError, InvalidIdError, SessionAccessError, StoreError
 from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
-from hermes.session.migrations import apply_migrations
-from hermes.sqlite_support import SQLiteWorker, write_transaction
+from hermes.storage.sqlite.migrations import apply_migrations
+from hermes.storage.sqlite.session_migrations import MIGRATIONS
+from hermes.storage.sqlite.support import SQLiteWorker, write_transaction
 
 DEFAULT_DB_PATH = Path(".hermes") / "hermes.db"
 
@@ -62,7 +64,7 @@ def _reserve_sql(with_state: int, fenced: int) -> str:
 _RESERVE = {(state, fenced): _reserve_sql(state, fenced) for state in (0, 1) for fenced in (0, 1)}
 
 # The reads of a turn (seed 001 §2.2). The literal WHERE terms match the partial indexes of
-# migrations.py, so each is an index seek; OFFSET walks at most ``rounds`` index entries.
+# session_migrations.py, so each is an index seek; OFFSET walks at most ``rounds`` index entries.
 SQL_ROUND_START = (
     "SELECT seq FROM items WHERE session_id = ? AND role = 'user' AND kind = 'text' "
     "ORDER BY seq DESC LIMIT 1 OFFSET ?"
@@ -219,7 +221,7 @@ class SQLiteStore(SQLiteWorker):
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA foreign_keys = ON")
-        apply_migrations(conn, self.path)
+        apply_migrations(conn, self.path, MIGRATIONS)
 
     # -- Store protocol ----------------------------------------------------------------------
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from hermes.errors import ConfigError
-from hermes.session.open import open_store
-from hermes.session.sqlite_store import SQLiteStore
 from hermes.session.store import Store
+from hermes.storage.open import open_store
+from hermes.storage.sqlite.sessions import SQLiteStore
 
 
 def _opened(spec: object, **kwargs: object) -> SQLiteStore:

@@ -1,4 +1,5 @@
-"""The Store contract: every backend (``conftest.BACKENDS``) must pass every test here."""
+"""The Store contract (``hermes.session.store``): every backend
+(``tests.storage.backends.STORE_BACKENDS``) must pass every test here."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import asyncio
 
 import pytest
 
-from hermes.errors import InvalidIdError, SessionAccessError, StoreError
+from hermes.errors import ClaimLostError, InvalidIdError, SessionAccessError, StoreError
 from hermes.session.items import Item, SessionState
 from hermes.session.store import Store
-from tests.session.conftest import Backend
 from tests.session.helpers import call, result, rounds, say, summary, user
+from tests.storage.backends import Backend
 
 SID = "session-0001"
 
@@ -230,6 +231,8 @@ async def test_non_ascii_text_round_trips(store: Store):
 
 
 async def test_sessions_items_and_state_survive_a_reopen(backend: Backend):
+    if not backend.durable:
+        pytest.skip(f"{backend.name} keeps nothing once closed")
     first = backend.open()
     await first.ensure_session(SID, "u1", "title")
     await first.append(SID, [user("hi"), say("hello")], SessionState("idle", 1.0, {"a": 1}, 7))
@@ -415,3 +418,39 @@ async def test_delete_session_of_an_unknown_session_is_false(store: Store):
 async def test_delete_session_rejects_a_malformed_id(store: Store):
     with pytest.raises(InvalidIdError):
         await store.delete_session("bad id")
+
+
+# -- the fence (hermes.session.locks: every write of a turn carries its claim's token) --------
+
+
+async def test_a_write_with_an_older_claim_token_is_refused_and_writes_nothing(store: Store):
+    await store.ensure_session(SID, None)
+    await store.append(SID, [Item("user", "text", "newer turn")], fence=200)
+    busy = SessionState(fsm_state="parsing_intent", state_entered_at=1.0)
+    with pytest.raises(ClaimLostError) as caught:
+        await store.append(SID, [Item("assistant", "text", "stale")], busy, fence=100)
+    assert caught.value.code == "session_busy"
+    items = await store.read_items(SID)
+    assert [i.content for i in items] == ["newer turn"]
+    record = await store.load_session(SID)
+    assert record is not None
+    assert record.state.fsm_state == "idle"  # the stale state was not saved either
+    assert record.last_seq == 1
+
+
+async def test_the_claimant_keeps_writing_and_a_newer_claim_takes_over(store: Store):
+    await store.ensure_session(SID, None)
+    await store.append(SID, [Item("user", "text", "a")], fence=10)
+    await store.append(SID, [Item("assistant", "text", "a2")], fence=10)
+    await store.append(SID, [Item("user", "text", "b")], fence=11)
+    with pytest.raises(ClaimLostError):
+        await store.append(SID, [Item("assistant", "text", "a3")], fence=10)
+    await store.append(SID, [], SessionState(fsm_state="idle"), fence=11)
+    # Writes without a fence (imports, tools of older callers) are not fenced.
+    await store.append(SID, [Item("system", "text", "note")])
+    assert [i.content for i in await store.read_items(SID)] == ["a", "a2", "b", "note"]
+
+
+async def test_a_fenced_write_to_a_missing_session_is_a_store_error(store: Store):
+    with pytest.raises(StoreError, match="does not exist"):
+        await store.append("session-missing", [Item("user", "text", "x")], fence=1)

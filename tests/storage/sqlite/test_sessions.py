@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from hermes.errors import StoreError
-from hermes.session import sqlite_store
-from hermes.session.migrations import MIGRATIONS, SCHEMA_VERSION, apply_migrations
-from hermes.session.sqlite_store import SQLiteStore
+from hermes.storage.sqlite import sessions as sqlite_store
+from hermes.storage.sqlite.migrations import apply_migrations
+from hermes.storage.sqlite.session_migrations import MIGRATIONS, SCHEMA_VERSION
+from hermes.storage.sqlite.sessions import SQLiteStore
 from tests.session.helpers import rounds, say, summary, user
 
 SID = "session-0001"
@@ -182,7 +183,7 @@ async def test_an_unversioned_database_file_is_upgraded_on_open(tmp_path: Path):
 
 def test_an_older_schema_is_upgraded_step_by_step(tmp_path: Path):
     conn = sqlite3.connect(tmp_path / "hermes.db", isolation_level=None)
-    assert apply_migrations(conn, "test.db") == len(MIGRATIONS)
+    assert apply_migrations(conn, "test.db", MIGRATIONS) == len(MIGRATIONS)
     newer = (*MIGRATIONS, ("ALTER TABLE sessions ADD COLUMN channel TEXT",))
     assert apply_migrations(conn, "test.db", newer) == len(MIGRATIONS) + 1
     assert "channel" in {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
@@ -191,7 +192,7 @@ def test_an_older_schema_is_upgraded_step_by_step(tmp_path: Path):
 
 def test_a_failing_migration_step_leaves_the_previous_version(tmp_path: Path):
     conn = sqlite3.connect(tmp_path / "hermes.db", isolation_level=None)
-    apply_migrations(conn, "test.db")
+    apply_migrations(conn, "test.db", MIGRATIONS)
     broken = (*MIGRATIONS, ("CREATE TABLE extra (x)", "THIS IS NOT SQL"))
     with pytest.raises(sqlite3.OperationalError):
         apply_migrations(conn, "test.db", broken)
@@ -264,8 +265,6 @@ async def test_the_window_is_capped_when_one_round_is_huge(tmp_path: Path):
 async def test_a_version_1_database_with_sessions_is_upgraded_to_the_current_schema(
     tmp_path: Path,
 ):
-    from hermes.session.migrations import MIGRATIONS, SCHEMA_VERSION, apply_migrations
-
     path = tmp_path / "v1.db"
     conn = sqlite3.connect(path, isolation_level=None)
     apply_migrations(conn, str(path), MIGRATIONS[:1])

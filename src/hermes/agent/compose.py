@@ -1,0 +1,38 @@
+"""The composition root's storage half: the one module outside ``storage/`` that imports it
+(DESIGN.md, "Layers": only the agent factory imports storage; STYLE.md §11).
+
+The agent (``Agent(store=...)``), the factory (``build_agent``) and the CLI's session views ask
+here for the backends of a store setting; ``hermes.storage.open`` turns the URL or path into
+them. A PostgreSQL or Redis backend joins there, and nothing above this module changes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hermes.session.locks import SessionLocks
+from hermes.session.store import Store
+from hermes.storage import open as storage_open
+
+
+def open_store(
+    spec: str | os.PathLike[str] | Store | None, *, base_dir: Path | None = None
+) -> Store:
+    """The session store ``spec`` names (``None``: ``.hermes/hermes.db`` under ``base_dir``);
+    a ready ``Store`` is returned as is. See :func:`hermes.storage.open.open_store`."""
+    return storage_open.open_store(spec, base_dir=base_dir)
+
+
+def open_locks(store: Store) -> SessionLocks:
+    """The session claims that go with ``store`` (OS file locks beside a SQLite file,
+    in-process locks otherwise). See :func:`hermes.storage.open.open_locks`."""
+    return storage_open.open_locks(store)
+
+
+def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None) -> None:
+    """Raise ``ConfigError`` (key ``store.path``) when ``spec`` names a backend this build does
+    not have, before anything else is opened.
+
+    See :func:`hermes.storage.open.check_store_backend`."""
+    storage_open.check_store_backend(spec, file=file)

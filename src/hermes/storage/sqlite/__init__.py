@@ -1,0 +1,1 @@
+"""The SQLite backends (the default engine): one file per concern under ``.hermes/``."""

@@ -1,0 +1,105 @@
+"""The backends every conformance suite runs on (DESIGN.md, "Scale-out": one conformance suite
+per protocol, run on every backend).
+
+A backend gives a fresh, empty storage per test and can open it again. ``durable`` says whether
+data survives that (a ``:memory:`` database does not: the tests of a reopen skip it). SQLite (a
+file, and ``:memory:``) is here today; PostgreSQL and Redis plug in by adding an entry to
+``STORE_BACKENDS`` / ``LOCKS_BACKENDS`` — a factory of the test's ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from hermes.session.locks import LocalSessionLocks, SessionLocks
+from hermes.session.store import Store
+from hermes.storage.sqlite.session_locks import FileSessionLocks
+from hermes.storage.sqlite.sessions import SQLiteStore
+
+
+class Backend(Protocol):
+    name: str
+    durable: bool
+
+    def open(self) -> Store:
+        """A store on this test's storage; calling it again reopens the same data (when
+        ``durable``)."""
+        ...
+
+
+@dataclass
+class SQLiteFileBackend:
+    path: Path
+    name: str = "sqlite-file"
+    durable: bool = True
+
+    def open(self) -> Store:
+        return SQLiteStore(self.path)
+
+
+@dataclass
+class SQLiteMemoryBackend:
+    name: str = "sqlite-memory"
+    durable: bool = False
+
+    def open(self) -> Store:
+        return SQLiteStore(":memory:")
+
+
+STORE_BACKENDS: dict[str, Callable[[Path], Backend]] = {
+    "sqlite-file": lambda tmp_path: SQLiteFileBackend(tmp_path / "hermes.db"),
+    "sqlite-memory": lambda tmp_path: SQLiteMemoryBackend(),
+}
+
+
+class LocksBackend(Protocol):
+    """Claims on one set of sessions: each ``open()`` is another locks object on them (another
+    Agent on the same store); ``close()`` releases every object it opened."""
+
+    def open(self) -> SessionLocks: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class SharedLocalLocks:
+    """In-process locks: every Agent of one ``:memory:`` store shares the one object."""
+
+    shared: LocalSessionLocks
+
+    def open(self) -> SessionLocks:
+        return self.shared
+
+    def close(self) -> None:
+        self.shared.close()
+
+
+@dataclass
+class FileLocks:
+    """OS file locks beside a SQLite file: byte ranges (Linux) or one file per session."""
+
+    path: Path
+    ranges: bool
+
+    def __post_init__(self) -> None:
+        self.made: list[SessionLocks] = []
+
+    def open(self) -> SessionLocks:
+        locks = FileSessionLocks(self.path, ranges=self.ranges)
+        self.made.append(locks)
+        return locks
+
+    def close(self) -> None:
+        for locks in self.made:
+            locks.close()
+
+
+#: Byte-range locks need Linux (``F_OFD_SETLK``): the fixture skips them elsewhere.
+LOCKS_BACKENDS: dict[str, Callable[[Path], LocksBackend]] = {
+    "local": lambda tmp_path: SharedLocalLocks(LocalSessionLocks(cross_process=True)),
+    "sqlite-file-ranges": lambda tmp_path: FileLocks(tmp_path / "h.db", ranges=True),
+    "sqlite-file-per-session": lambda tmp_path: FileLocks(tmp_path / "h.db", ranges=False),
+}

@@ -1,0 +1,38 @@
+"""Fixtures of the conformance suites: ``backend``/``store`` run a test on every store backend,
+``locks_backend``/``make_locks`` on every ``SessionLocks`` (``tests.storage.backends``)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from hermes.session.locks import SessionLocks
+from hermes.session.store import Store
+from tests.storage.backends import LOCKS_BACKENDS, STORE_BACKENDS, Backend
+
+LocksFactory = Callable[[], SessionLocks]
+
+
+@pytest.fixture(params=sorted(STORE_BACKENDS))
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return STORE_BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+async def store(backend: Backend) -> AsyncIterator[Store]:
+    opened = backend.open()
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture(params=sorted(LOCKS_BACKENDS))
+def make_locks(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LocksFactory]:
+    """Each call: another locks object on the same sessions (another Agent, same store)."""
+    if request.param == "sqlite-file-ranges" and sys.platform != "linux":
+        pytest.skip("byte-range session locks are Linux's (F_OFD_SETLK)")
+    made = LOCKS_BACKENDS[request.param](tmp_path)
+    yield made.open
+    made.close()
