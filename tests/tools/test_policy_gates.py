@@ -131,6 +131,59 @@ async def test_an_authorizer_store_failure_also_refuses(backend: Backend) -> Non
     assert result.error.type == "permission_denied"
 
 
+def log_lines(log_file: Path, event: str) -> list[dict[str, Any]]:
+    """The lines of ``event`` in a JSON log file, without their timestamps."""
+    lines = [json.loads(line) for line in log_file.read_text().splitlines()]
+    found = [line for line in lines if line["event"] == event]
+    return [{k: v for k, v in line.items() if k != "timestamp"} for line in found]
+
+
+async def test_a_broken_authorizer_is_logged_with_the_tool_and_its_error_type(
+    backend: Backend, tmp_path: Path
+) -> None:
+    # The error text of an unknown failure stays out of the log (it may hold anything).
+    log_file = tmp_path / "hermes.log"
+    configure_logging(log_file, "DEBUG")
+    try:
+        await call(backend.registry(), authorizer=BrokenAuthorizer())
+    finally:
+        reset_logging()
+    assert log_lines(log_file, "authorizer_failed") == [
+        {
+            "level": "error",
+            "event": "authorizer_failed",
+            "module": "tools",
+            "tool": "delete_user",
+            "error_type": "KeyError",
+        }
+    ]
+
+
+async def test_an_authorizer_store_failure_is_logged_with_its_code_and_message(
+    backend: Backend, tmp_path: Path
+) -> None:
+    class Unreachable:
+        def check(self, *args: Any, **kwargs: Any) -> None:
+            raise StoreError("roles database is locked")
+
+    log_file = tmp_path / "hermes.log"
+    configure_logging(log_file, "DEBUG")
+    try:
+        await call(backend.registry(), authorizer=Unreachable())
+    finally:
+        reset_logging()
+    assert log_lines(log_file, "authorizer_failed") == [
+        {
+            "level": "error",
+            "event": "authorizer_failed",
+            "module": "tools",
+            "tool": "delete_user",
+            "error_type": "store_error",
+            "error": "roles database is locked",
+        }
+    ]
+
+
 async def test_without_an_authorizer_scopes_are_not_checked(backend: Backend) -> None:
     assert (await call(backend.registry(permissions=("users:admin",)))).ok
 
@@ -235,8 +288,8 @@ async def test_each_call_logs_its_steps_in_pipeline_order(backend: Backend, tmp_
     assert list(line["steps"]) == [
         "validate",
         "authorize",
-        "idempotency",
         "cache",
+        "idempotency",
         "breaker",
         "run",
         "parse",
