@@ -187,6 +187,39 @@ async def test_a_schema_dropped_from_the_validator_cache_still_checks_the_output
     )
 
 
+async def test_a_schema_is_compiled_once_and_its_validator_reused(
+    validator_cache: dict[int, Any],
+) -> None:
+    executor, (counter,) = await call_tools_with_new_schemas(1)
+    (compiled,) = validator_cache.values()
+    assert compiled[0] is counter.output_schema
+    again = await executor.run(ToolCall("c", "count_0", {"n": 1}), CallContext(call_id="c"))
+    assert again.ok
+    assert list(validator_cache.values()) == [compiled]
+    assert validator_cache[id(counter.output_schema)] is compiled
+
+
+async def test_output_of_a_common_shape_is_checked_without_jsonschema(
+    validator_cache: dict[int, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The compiled fast check (~1 µs) answers for plain shapes; jsonschema (~15 µs) is the
+    # fallback, asked only when the fast check cannot say yes.
+    from jsonschema import Draft202012Validator
+
+    asked: list[Any] = []
+    iter_errors = Draft202012Validator.iter_errors
+
+    def spy(self: Draft202012Validator, instance: Any) -> Any:
+        asked.append((self.schema, instance))
+        return iter_errors(self, instance)
+
+    monkeypatch.setattr(Draft202012Validator, "iter_errors", spy)
+    executor, (counter,) = await call_tools_with_new_schemas(1)  # {"n": 0}: the fast check's
+    wrong = await executor.run(ToolCall("c", "count_0", {"n": -1}), CallContext(call_id="c"))
+    assert wrong.error is not None
+    assert [output for schema, output in asked if schema is counter.output_schema] == [{}]
+
+
 async def test_a_sandboxed_tool_runs_in_the_sandbox() -> None:
     add = make_tool(targets.add, name="sandboxed_add", sandbox="process", timeout=20)
     result = await run(ToolRegistry([add]), "sandboxed_add", a=2, b=3)
