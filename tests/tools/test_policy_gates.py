@@ -12,7 +12,7 @@ from hermes.errors import PermissionDeniedError, StoreError
 from hermes.models.base import ToolCall
 from hermes.observe import configure_logging, reset_logging
 from hermes.tools import Tool, ToolRegistry, ToolResult, tool
-from hermes.tools.pipeline import CallContext, ToolExecutor
+from hermes.tools.pipeline import Call, CallContext, Next, ToolExecutor
 from hermes.tools.policies import BreakerPolicy, PolicyState
 
 
@@ -314,3 +314,48 @@ async def test_no_pipeline_line_when_debug_is_off(backend: Backend, tmp_path: Pa
     finally:
         reset_logging()
     assert "tool_pipeline" not in log_file.read_text()
+
+
+async def test_the_pipeline_line_of_a_refused_call_names_the_call_and_the_error_type(
+    backend: Backend, tmp_path: Path
+) -> None:
+    log_file = tmp_path / "hermes.log"
+    configure_logging(log_file, "DEBUG")
+    try:
+        await call(backend.registry(requires_approval=True), call_id="call-9")
+    finally:
+        reset_logging()
+    (line,) = log_lines(log_file, "tool_pipeline")
+    assert (line["call_id"], line["ok"], line["error_type"]) == (
+        "call-9",
+        False,
+        "approval_required",
+    )
+
+
+class TimerProbe:
+    """A step of one's own that notes whether the call carries a step timer."""
+
+    name = "timer_probe"
+
+    def __init__(self) -> None:
+        self.timers: list[object] = []
+
+    async def __call__(self, call: Call, next: Next) -> ToolResult:
+        self.timers.append(call.timer)
+        return await next(call)
+
+
+async def test_without_debug_logging_no_step_costs_are_taken(
+    backend: Backend, tmp_path: Path
+) -> None:
+    probe = TimerProbe()
+    executor = ToolExecutor(backend.registry())
+    executor.insert(probe)
+    configure_logging(tmp_path / "hermes.log", "INFO")
+    try:
+        result = await executor.run(ToolCall("c", "delete_user", {"user": "x"}), CallContext())
+    finally:
+        reset_logging()
+    assert result.ok
+    assert probe.timers == [None]
