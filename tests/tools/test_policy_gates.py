@@ -359,3 +359,20 @@ async def test_without_debug_logging_no_step_costs_are_taken(
         reset_logging()
     assert result.ok
     assert probe.timers == [None]
+
+
+async def test_the_pipeline_line_gives_the_calls_cost_in_milliseconds(
+    backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes.tools.pipeline import chain
+
+    readings = iter([100.0, 100.0123456])  # the call's start, then its end: 12.3456 ms
+    monkeypatch.setattr(chain, "perf_counter", lambda: next(readings))
+    log_file = tmp_path / "hermes.log"
+    configure_logging(log_file, "DEBUG")
+    try:
+        assert (await call(backend.registry())).ok
+    finally:
+        reset_logging()
+    (line,) = log_lines(log_file, "tool_pipeline")
+    assert line["cost_ms"] == 12.346
