@@ -60,6 +60,20 @@ async def test_without_approval_the_executor_does_not_run_it(tmp_path: Path) -> 
     assert not (tmp_path / "made").exists()
 
 
+async def test_a_denied_command_is_refused_before_anyone_is_asked(tmp_path: Path) -> None:
+    call = ToolCall("c1", "shell", {"command": "sudo mkfs.ext4 /dev/sda1"})
+    result = await execute_tool_call(
+        ToolRegistry([SHELL]), call, _call_ctx(tmp_path, approved=False)
+    )
+    assert result.error is not None
+    assert (result.error.type, result.attempts) == ("invalid_arguments", 0)
+    assert result.error.message == (
+        "tool 'shell' refused the call before asking anyone: invalid arguments: command: "
+        "refused: mkfs.ext4 formats or wipes a disk; no setting allows this "
+        "(命令被拒绝：格式化或擦除磁盘，任何设置都不能解除)"
+    )
+
+
 async def test_an_approved_echo_runs_in_the_sandbox_in_the_workspace(tmp_path: Path) -> None:
     call = ToolCall("c1", "shell", {"command": "echo hi; pwd"})
     where = tmp_path.resolve()  # noqa: ASYNC240 - a test, before the call

@@ -184,10 +184,12 @@ def test_misplaced_or_malformed_steps_are_refused_with_the_reason() -> None:
     executor = _executor(add)
     with pytest.raises(ValueError, match="no step named 'nope'"):
         executor.insert(Recorder(), before="nope")
-    with pytest.raises(ValueError, match="after the run step"):
+    with pytest.raises(ValueError, match="after the run step") as after_run:
         executor.insert(Recorder(), after="run")
-    with pytest.raises(ValueError, match="either before or after"):
+    assert str(after_run.value) == "no step can come after the run step: it ends every chain"
+    with pytest.raises(ValueError, match="either before or after") as both:
         executor.insert(Recorder(), before="validate", after="validate")
+    assert str(both.value) == "insert a step either before or after another one, not both"
     executor.insert(Recorder())
     with pytest.raises(ValueError, match="a step named 'recorder' already"):
         executor.insert(Recorder())
@@ -197,6 +199,12 @@ def test_misplaced_or_malformed_steps_are_refused_with_the_reason() -> None:
         ToolExecutor(ToolRegistry([add]), steps=[Recorder()])
     with pytest.raises(ValueError, match="named 'run'"):
         executor.replace("run", Recorder(name="other"))
+
+
+def test_a_step_inserted_after_another_comes_right_after_it() -> None:
+    executor = _executor(add)
+    executor.insert(Recorder(), after="validate")
+    assert [s.name for s in executor.steps][:3] == ["validate", "recorder", "approval"]
 
 
 def test_replace_puts_a_step_in_another_ones_place_and_returns_the_old_one() -> None:
@@ -316,20 +324,30 @@ def test_a_call_context_with_live_objects_cannot_be_serialized() -> None:
 
 
 @pytest.mark.parametrize(
-    ("data", "fragment"),
+    ("data", "message"),
     [
-        ({"session_id": 3}, "'session_id' must be a string"),
-        ({"user_id": 7}, "'user_id' must be a string or null"),
-        ({"approved": "yes"}, "'approved' must be true or false"),
-        ({"extras": []}, "'extras' must be an object"),
+        ({"session_id": 3}, "call context field 'session_id' must be a string"),
+        ({"trace_id": 3}, "call context field 'trace_id' must be a string"),
+        ({"call_id": None}, "call context field 'call_id' must be a string"),
+        ({"workspace": ["/w"]}, "call context field 'workspace' must be a string"),
+        ({"user_id": 7}, "call context field 'user_id' must be a string or null"),
+        ({"approved": "yes"}, "call context field 'approved' must be true or false"),
+        ({"extras": []}, "call context field 'extras' must be an object"),
         ({"authorizer": "x"}, "unknown call context field(s): authorizer"),
-        ([], "must be an object"),
+        ({"memory": 1, "authorizer": 2}, "unknown call context field(s): authorizer, memory"),
+        ([], "a call context must be an object, got list"),
     ],
 )
-def test_a_wrong_call_context_names_the_field(data: Any, fragment: str) -> None:
+def test_a_wrong_call_context_names_the_field(data: Any, message: str) -> None:
     with pytest.raises(ValueError, match="call context") as raised:
         CallContext.from_dict(data)
-    assert fragment in str(raised.value)
+    assert str(raised.value) == message
+
+
+def test_an_empty_call_context_object_is_the_default_context_not_approved() -> None:
+    ctx = CallContext.from_dict({})
+    assert ctx == CallContext()
+    assert (ctx.approved, ctx.extras) == (False, {})
 
 
 def test_for_call_keeps_everything_but_the_call_id_and_approval() -> None:

@@ -286,3 +286,68 @@ async def test_circuit_breaker_true_means_the_default_policy() -> None:
     def guarded() -> None: ...
 
     assert guarded.__hermes_tool__.circuit_breaker == BreakerPolicy(failures=5, reset_after=30)  # type: ignore[attr-defined]
+
+
+async def test_with_under_a_second_left_the_refusal_says_1_s(
+    registry: ToolRegistry, clock: FakeClock
+) -> None:
+    state = PolicyState(clock=clock)
+    for _ in range(2):
+        await call(registry, state)
+    clock.advance(9.5)
+    refused = await call(registry, state)
+    assert refused.error is not None
+    assert refused.error.message.endswith("(circuit open); try again in 1 s")
+
+
+class Probe:
+    """An upstream tool whose next run is scripted: ``down``, ``wrong_city`` (the caller's
+    error: no verdict on the upstream's health), ``hang`` (until cancelled) or ``up``."""
+
+    def __init__(self) -> None:
+        self.next = "down"
+        self.runs = 0
+        self.hanging = asyncio.Event()
+
+    def registry(self) -> ToolRegistry:
+        async def forecast() -> str:
+            self.runs += 1
+            if self.next == "down":
+                raise ConnectionRefusedError("upstream down")
+            if self.next == "wrong_city":
+                raise ToolArgumentError([FieldProblem("city", "unknown city")])
+            if self.next == "hang":
+                self.hanging.set()
+                await asyncio.sleep(30)
+            return "sunny"
+
+        policy = BreakerPolicy(failures=1, reset_after=10)
+        return ToolRegistry([tool(name="forecast", circuit_breaker=policy)(forecast)])
+
+
+async def test_a_probe_without_a_verdict_lets_the_next_call_probe(clock: FakeClock) -> None:
+    probe, state = Probe(), PolicyState(clock=clock)
+    registry = probe.registry()
+    await call(registry, state, "forecast")  # opens the circuit
+    clock.advance(10)
+    probe.next = "wrong_city"
+    assert (await call(registry, state, "forecast")).error.type == "invalid_arguments"  # type: ignore[union-attr]
+    probe.next = "up"
+    assert (await call(registry, state, "forecast")).ok
+    assert probe.runs == 3
+
+
+async def test_a_cancelled_probe_lets_the_next_call_probe(clock: FakeClock) -> None:
+    probe, state = Probe(), PolicyState(clock=clock)
+    registry = probe.registry()
+    await call(registry, state, "forecast")  # opens the circuit
+    clock.advance(10)
+    probe.next = "hang"
+    hanging = asyncio.create_task(call(registry, state, "forecast"))
+    await probe.hanging.wait()
+    hanging.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await hanging
+    probe.next = "up"
+    assert (await call(registry, state, "forecast")).ok
+    assert probe.runs == 3

@@ -12,7 +12,7 @@ from hermes.errors import PermissionDeniedError, StoreError
 from hermes.models.base import ToolCall
 from hermes.observe import configure_logging, reset_logging
 from hermes.tools import Tool, ToolRegistry, ToolResult, tool
-from hermes.tools.pipeline import CallContext, ToolExecutor
+from hermes.tools.pipeline import Call, CallContext, Next, ToolExecutor
 from hermes.tools.policies import BreakerPolicy, PolicyState
 
 
@@ -129,6 +129,59 @@ async def test_an_authorizer_store_failure_also_refuses(backend: Backend) -> Non
     result = await call(backend.registry(), authorizer=Unreachable())
     assert result.error is not None
     assert result.error.type == "permission_denied"
+
+
+def log_lines(log_file: Path, event: str) -> list[dict[str, Any]]:
+    """The lines of ``event`` in a JSON log file, without their timestamps."""
+    lines = [json.loads(line) for line in log_file.read_text().splitlines()]
+    found = [line for line in lines if line["event"] == event]
+    return [{k: v for k, v in line.items() if k != "timestamp"} for line in found]
+
+
+async def test_a_broken_authorizer_is_logged_with_the_tool_and_its_error_type(
+    backend: Backend, tmp_path: Path
+) -> None:
+    # The error text of an unknown failure stays out of the log (it may hold anything).
+    log_file = tmp_path / "hermes.log"
+    configure_logging(log_file, "DEBUG")
+    try:
+        await call(backend.registry(), authorizer=BrokenAuthorizer())
+    finally:
+        reset_logging()
+    assert log_lines(log_file, "authorizer_failed") == [
+        {
+            "level": "error",
+            "event": "authorizer_failed",
+            "module": "tools",
+            "tool": "delete_user",
+            "error_type": "KeyError",
+        }
+    ]
+
+
+async def test_an_authorizer_store_failure_is_logged_with_its_code_and_message(
+    backend: Backend, tmp_path: Path
+) -> None:
+    class Unreachable:
+        def check(self, *args: Any, **kwargs: Any) -> None:
+            raise StoreError("roles database is locked")
+
+    log_file = tmp_path / "hermes.log"
+    configure_logging(log_file, "DEBUG")
+    try:
+        await call(backend.registry(), authorizer=Unreachable())
+    finally:
+        reset_logging()
+    assert log_lines(log_file, "authorizer_failed") == [
+        {
+            "level": "error",
+            "event": "authorizer_failed",
+            "module": "tools",
+            "tool": "delete_user",
+            "error_type": "store_error",
+            "error": "roles database is locked",
+        }
+    ]
 
 
 async def test_without_an_authorizer_scopes_are_not_checked(backend: Backend) -> None:
@@ -261,3 +314,65 @@ async def test_no_pipeline_line_when_debug_is_off(backend: Backend, tmp_path: Pa
     finally:
         reset_logging()
     assert "tool_pipeline" not in log_file.read_text()
+
+
+async def test_the_pipeline_line_of_a_refused_call_names_the_call_and_the_error_type(
+    backend: Backend, tmp_path: Path
+) -> None:
+    log_file = tmp_path / "hermes.log"
+    configure_logging(log_file, "DEBUG")
+    try:
+        await call(backend.registry(requires_approval=True), call_id="call-9")
+    finally:
+        reset_logging()
+    (line,) = log_lines(log_file, "tool_pipeline")
+    assert (line["call_id"], line["ok"], line["error_type"]) == (
+        "call-9",
+        False,
+        "approval_required",
+    )
+
+
+class TimerProbe:
+    """A step of one's own that notes whether the call carries a step timer."""
+
+    name = "timer_probe"
+
+    def __init__(self) -> None:
+        self.timers: list[object] = []
+
+    async def __call__(self, call: Call, next: Next) -> ToolResult:
+        self.timers.append(call.timer)
+        return await next(call)
+
+
+async def test_without_debug_logging_no_step_costs_are_taken(
+    backend: Backend, tmp_path: Path
+) -> None:
+    probe = TimerProbe()
+    executor = ToolExecutor(backend.registry())
+    executor.insert(probe)
+    configure_logging(tmp_path / "hermes.log", "INFO")
+    try:
+        result = await executor.run(ToolCall("c", "delete_user", {"user": "x"}), CallContext())
+    finally:
+        reset_logging()
+    assert result.ok
+    assert probe.timers == [None]
+
+
+async def test_the_pipeline_line_gives_the_calls_cost_in_milliseconds(
+    backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hermes.tools.pipeline import chain
+
+    readings = iter([100.0, 100.0123456])  # the call's start, then its end: 12.3456 ms
+    monkeypatch.setattr(chain, "perf_counter", lambda: next(readings))
+    log_file = tmp_path / "hermes.log"
+    configure_logging(log_file, "DEBUG")
+    try:
+        assert (await call(backend.registry())).ok
+    finally:
+        reset_logging()
+    (line,) = log_lines(log_file, "tool_pipeline")
+    assert line["cost_ms"] == 12.346

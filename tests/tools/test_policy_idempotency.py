@@ -12,7 +12,7 @@ import pytest
 
 from hermes.models.base import ToolCall
 from hermes.tools import ToolRegistry, ToolResult, tool
-from hermes.tools.pipeline import CallContext, ToolExecutor
+from hermes.tools.pipeline import Call, CallContext, Next, ToolExecutor
 from hermes.tools.policies import IdempotencyStore, PolicyState
 
 
@@ -242,6 +242,37 @@ async def test_a_call_that_timed_out_is_never_run_again_blindly(tmp_path: Path) 
     assert second.error is not None
     assert second.error.type == "outcome_unknown"
     assert started == ["o1"]
+    await state.close()
+
+
+class OutOfTimeOnce:
+    """A step of one's own, placed just before the run: refuses the first call as a timeout
+    before the tool runs (a deadline already spent), then lets calls through."""
+
+    name = "deadline"
+
+    def __init__(self) -> None:
+        self.refused = False
+
+    async def __call__(self, call: Call, next: Next) -> ToolResult:
+        if not self.refused:
+            self.refused = True
+            return ToolResult.failure("timeout", "no time was left for this call", attempts=0)
+        return await next(call)
+
+
+async def test_a_timeout_before_the_tool_ran_leaves_the_key_free(orders: Orders, db: Path) -> None:
+    # Only a timeout while running makes the outcome unknown: a tool that never ran did nothing.
+    state = PolicyState()
+    executor = ToolExecutor(orders.registry(), state=state, idempotency_path=str(db))
+    executor.insert(OutOfTimeOnce())
+    call = ToolCall("c1", "refund", {"order_id": "A-1", "amount": 10})
+    first = await executor.run(call, CallContext(user_id="u1"))
+    second = await executor.run(call, CallContext(user_id="u1"))
+    assert first.error is not None
+    assert (first.error.type, first.attempts) == ("timeout", 0)
+    assert (second.ok, second.cached) == (True, False)
+    assert orders.refunds == [("A-1", 10)]
     await state.close()
 
 

@@ -10,8 +10,9 @@ import sandbox_targets as targets
 from pydantic import BaseModel
 
 from hermes.models.base import ToolCall
-from hermes.tools import ToolContext, ToolRegistry, ToolResult, execute_tool_call, tool
+from hermes.tools import Tool, ToolContext, ToolRegistry, ToolResult, execute_tool_call, tool
 from hermes.tools.decorator import make_tool
+from hermes.tools.pipeline import CallContext, ToolExecutor
 
 
 async def run(registry: ToolRegistry, name: str, max_output_chars: int = 20_000, **args: Any):  # type: ignore[no-untyped-def]
@@ -127,6 +128,96 @@ async def test_the_tools_own_output_limit_wins_over_the_callers() -> None:
     registry = ToolRegistry([tool(name="long_text", max_output_chars=5)(long_text)])
     result = await run(registry, "long_text", max_output_chars=1000, size=20)
     assert result.output == "xxxxx\n…[truncated: showing 5 of 20 characters]"
+
+
+async def test_a_limit_of_zero_keeps_no_text_only_the_note() -> None:
+    def long_text(size: int) -> str:
+        return "x" * size
+
+    registry = ToolRegistry([tool(name="long_text")(long_text)])
+    result = await run(registry, "long_text", max_output_chars=0, size=20)
+    assert result.output == "\n…[truncated: showing 0 of 20 characters]"
+
+
+def count(n: int) -> dict[str, int]:
+    return {"n": n} if n >= 0 else {}
+
+
+@pytest.fixture
+def validator_cache(monkeypatch: pytest.MonkeyPatch) -> dict[int, Any]:
+    """The output-validator cache, empty and bounded at 2 schemas for the test."""
+    from hermes.tools.pipeline import output
+
+    cache: dict[int, Any] = {}
+    monkeypatch.setattr(output, "_output_validators", cache)
+    monkeypatch.setattr(output, "_MAX_OUTPUT_VALIDATORS", 2)
+    return cache
+
+
+async def call_tools_with_new_schemas(how_many: int) -> tuple[ToolExecutor, list[Tool]]:
+    """``how_many`` tools, each with an output schema of its own (as tools built per call
+    have), called once each: their schemas enter the output-validator cache in this order."""
+    tools = [
+        make_tool(count, name=f"count_{i}", output_schema={"type": "object", "required": ["n"]})
+        for i in range(how_many)
+    ]
+    executor = ToolExecutor(ToolRegistry(tools))
+    for i in range(how_many):
+        result = await executor.run(ToolCall("c", f"count_{i}", {"n": i}), CallContext(call_id="c"))
+        assert result.ok
+    return executor, tools
+
+
+async def test_a_full_output_validator_cache_drops_its_oldest_schema(
+    validator_cache: dict[int, Any],
+) -> None:
+    _, tools = await call_tools_with_new_schemas(3)
+    assert list(validator_cache) == [id(tools[1].output_schema), id(tools[2].output_schema)]
+
+
+async def test_a_schema_dropped_from_the_validator_cache_still_checks_the_output(
+    validator_cache: dict[int, Any],
+) -> None:
+    executor, _ = await call_tools_with_new_schemas(3)
+    result = await executor.run(ToolCall("c", "count_0", {"n": -1}), CallContext(call_id="c"))
+    assert result.error is not None
+    assert (result.error.type, result.error.message) == (
+        "invalid_output",
+        "output of tool 'count_0' does not match its output schema: n: missing required field",
+    )
+
+
+async def test_a_schema_is_compiled_once_and_its_validator_reused(
+    validator_cache: dict[int, Any],
+) -> None:
+    executor, (counter,) = await call_tools_with_new_schemas(1)
+    (compiled,) = validator_cache.values()
+    assert compiled[0] is counter.output_schema
+    again = await executor.run(ToolCall("c", "count_0", {"n": 1}), CallContext(call_id="c"))
+    assert again.ok
+    assert list(validator_cache.values()) == [compiled]
+    assert validator_cache[id(counter.output_schema)] is compiled
+
+
+async def test_output_of_a_common_shape_is_checked_without_jsonschema(
+    validator_cache: dict[int, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The compiled fast check (~1 µs) answers for plain shapes; jsonschema (~15 µs) is the
+    # fallback, asked only when the fast check cannot say yes.
+    from jsonschema import Draft202012Validator
+
+    asked: list[Any] = []
+    iter_errors = Draft202012Validator.iter_errors
+
+    def spy(self: Draft202012Validator, instance: Any) -> Any:
+        asked.append((self.schema, instance))
+        return iter_errors(self, instance)
+
+    monkeypatch.setattr(Draft202012Validator, "iter_errors", spy)
+    executor, (counter,) = await call_tools_with_new_schemas(1)  # {"n": 0}: the fast check's
+    wrong = await executor.run(ToolCall("c", "count_0", {"n": -1}), CallContext(call_id="c"))
+    assert wrong.error is not None
+    assert [output for schema, output in asked if schema is counter.output_schema] == [{}]
 
 
 async def test_a_sandboxed_tool_runs_in_the_sandbox() -> None:

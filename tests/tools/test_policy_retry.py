@@ -257,6 +257,40 @@ async def test_every_attempt_timing_out_is_a_timeout_error() -> None:
     assert result.error.message == "tool 'hangs' did not finish within 0.02 s"
 
 
+class StallingSandbox:
+    """A sandbox (``hermes.tools.sandbox.Sandbox``) that stalls past every deadline on its
+    first call — a remote one that hung — and answers on the next."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def run(self, target: str, arguments: dict[str, Any], limits: Any) -> Any:
+        self.calls += 1
+        if self.calls == 1:
+            await asyncio.sleep(30)
+        return "second time lucky"
+
+
+async def test_a_sandboxed_sync_tool_whose_attempt_timed_out_is_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Unlike a worker thread, a sandboxed attempt is stopped at its deadline, so a new attempt
+    # never runs beside the old one.
+    import sandbox_targets as targets
+
+    from hermes.tools import sandbox
+    from hermes.tools.decorator import make_tool
+    from hermes.tools.pipeline import run as run_step
+
+    stalling = StallingSandbox()
+    monkeypatch.setattr(sandbox, "_default", stalling)
+    monkeypatch.setattr(run_step, "SANDBOX_GRACE_S", 0.0)
+    add = make_tool(targets.add, name="sandboxed_add", sandbox="process", timeout=0.05, retry=FAST)
+    result = await run(ToolRegistry([add]), "sandboxed_add", a=2, b=3)
+    assert (result.ok, result.output, result.attempts) == (True, "second time lucky", 2)
+    assert stalling.calls == 2
+
+
 async def test_sync_tools_are_retried_too() -> None:
     runs = 0
 
