@@ -53,8 +53,6 @@ KNOWN_STORAGE_IMPORTERS: dict[str, str] = {
 _NOT_MOVED = "SQLite code still beside its concept; it moves into storage/sqlite/"
 #: Modules outside ``hermes.storage`` importing ``sqlite3``.
 KNOWN_SQLITE3_IMPORTERS: dict[str, str] = {
-    "hermes.memory.embed": _NOT_MOVED + " (the embedding cache)",
-    "hermes.memory.facade": _NOT_MOVED + " (memory's SQL runs in the facade)",
     "hermes.memory.index": _NOT_MOVED + " (the L2 tool-call index)",
     "hermes.memory.keywords": _NOT_MOVED + " (the FTS keyword search)",
     "hermes.memory.lexicon": _NOT_MOVED + " (the lexicon's cache file)",

@@ -86,6 +86,24 @@ def test_explicit_words_without_a_statement_give_nothing(text: str) -> None:
     assert extract_candidates(text, now=NOW) == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["notes", "Notes", "noted", "notes?", "remembered", "memorized", "notebook", "noteworthy"],
+)
+def test_a_word_that_only_starts_like_a_request_states_nothing(text: str) -> None:
+    # "notes" once became the memory "S." (the verb "note" and a body "s").
+    assert extract_candidates(text, now=NOW) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [("note: my locker is 42", "The user's locker is 42."), ("notebook is on the desk", None)],
+)
+def test_note_is_a_request_only_as_a_whole_word(text: str, content: str | None) -> None:
+    found = extract_candidates(text, now=NOW)
+    assert [c.content for c in found if c.confidence == 0.95] == ([content] if content else [])
+
+
 # -- preferences, facts, habits, instructions ----------------------------------------------
 
 

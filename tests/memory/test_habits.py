@@ -135,3 +135,20 @@ def test_any_arguments_can_be_observed(arguments: dict[str, object]) -> None:
     for _ in range(5):
         counter.observe_tool_call("tool", arguments, now=T0)
     HabitCounter.from_dict(json.loads(json.dumps(counter.to_dict())), user_id="u1")
+
+
+async def test_a_store_in_memory_keeps_habits_too() -> None:
+    # The long-term store keeps the counts (its HabitStore side), so a ":memory:" store
+    # counts habits like a file does (the facade's own table once needed a directory).
+    from hermes.memory.facade import Memory
+    from hermes.memory.longterm import MemoryStore
+
+    memory = Memory(MemoryStore(":memory:", embedder=None, lexicon=None), habits=True)
+    try:
+        for _ in range(4):
+            await memory.learn("u1", "", calls=[("get_weather", {"city": "上海"}, True)])
+        assert memory.store is not None
+        habits = await memory.store.list("u1", kind="habit")
+        assert [h.content for h in habits] == ["用户经常用 get_weather 查询 city=上海"]
+    finally:
+        await memory.aclose()

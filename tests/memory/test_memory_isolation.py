@@ -175,10 +175,9 @@ async def test_forget_user_erases_memories_tool_records_blobs_and_habits(memory:
     only_mine = await tools.record_call(mine, Outcome({"secret": "u1 only"}), reuse_ttl=600)
     await tools.record_call(shared_blob, Outcome({"same": 1}))
     kept = await tools.record_call(theirs, Outcome({"same": 1}))
-    table = await memory._habits_table()
-    assert table is not None
-    await table.save("u1", {"counts": {"a": 4}})
-    await table.save("u2", {"counts": {"b": 1}})
+    table = memory.store  # its HabitStore side keeps the habit counts
+    await table.save_habits("u1", {"counts": {"a": 4}})
+    await table.save_habits("u2", {"counts": {"b": 1}})
 
     counts = await memory.forget_user("u1")
 
@@ -192,8 +191,8 @@ async def test_forget_user_erases_memories_tool_records_blobs_and_habits(memory:
     assert not await tools.archive.exists(only_mine.output_hash)
     assert await tools.archive.exists(kept.output_hash)  # still used by u2
     assert await tools.find_reusable(mine, ttl=600) is None  # L1 forgotten too
-    assert await table.load("u1") is None
-    assert await table.load("u2") is not None
+    assert await table.load_habits("u1") is None
+    assert await table.load_habits("u2") is not None
 
 
 async def test_memory_tools_are_recorded_without_their_output(memory: Memory) -> None:

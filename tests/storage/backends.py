@@ -4,7 +4,8 @@ per protocol, run on every backend).
 A backend gives a fresh, empty storage per test and can open it again. ``durable`` says whether
 data survives that (a ``:memory:`` database does not: the tests of a reopen skip it). SQLite (a
 file, and ``:memory:``) is here today; PostgreSQL and Redis plug in by adding an entry to
-``STORE_BACKENDS`` / ``LOCKS_BACKENDS`` — a factory of the test's ``tmp_path``.
+``STORE_BACKENDS`` / ``LOCKS_BACKENDS`` / ``MEMORY_BACKENDS`` — a factory of the test's
+``tmp_path``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from hermes.memory.longterm import MemoryStore
 from hermes.session.locks import LocalSessionLocks, SessionLocks
 from hermes.session.store import Store
 from hermes.storage.sqlite.session_locks import FileSessionLocks
@@ -102,4 +104,40 @@ LOCKS_BACKENDS: dict[str, Callable[[Path], LocksBackend]] = {
     "local": lambda tmp_path: SharedLocalLocks(LocalSessionLocks(cross_process=True)),
     "sqlite-file-ranges": lambda tmp_path: FileLocks(tmp_path / "h.db", ranges=True),
     "sqlite-file-per-session": lambda tmp_path: FileLocks(tmp_path / "h.db", ranges=False),
+}
+
+
+class MemoryBackend(Protocol):
+    """A long-term memory store (``hermes.memory.longterm.MemoryStore``, keyword search only:
+    no embedder, no lexicon) on one test's storage; ``open()`` again reopens it (``durable``)."""
+
+    name: str
+    durable: bool
+
+    def open(self) -> MemoryStore: ...
+
+
+@dataclass
+class SQLiteMemoryFile:
+    path: Path
+    name: str = "sqlite-file"
+    durable: bool = True
+
+    def open(self) -> MemoryStore:
+        return MemoryStore(self.path, embedder=None, lexicon=None)
+
+
+@dataclass
+class SQLiteMemoryInMemory:
+    name: str = "sqlite-memory"
+    durable: bool = False
+
+    def open(self) -> MemoryStore:
+        return MemoryStore(":memory:", embedder=None, lexicon=None)
+
+
+#: The backends of the memory protocols (``hermes.memory.habits.HabitStore`` today).
+MEMORY_BACKENDS: dict[str, Callable[[Path], MemoryBackend]] = {
+    "sqlite-file": lambda tmp_path: SQLiteMemoryFile(tmp_path / "memory.db"),
+    "sqlite-memory": lambda tmp_path: SQLiteMemoryInMemory(),
 }

@@ -38,7 +38,6 @@ import functools
 import importlib
 import os
 import re
-import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -427,43 +426,3 @@ class VectorCache:
         with self._lock:
             self._users.clear()
             self._rows = 0
-
-
-# -- reading vectors (the store runs these on its connection) ---------------------------------
-
-
-def user_version(conn: sqlite3.Connection, user_id: str) -> int:
-    """The version of a user's memories: the store bumps it with every write to them."""
-    row = conn.execute("SELECT version FROM memory_users WHERE user_id = ?", (user_id,)).fetchone()
-    return 0 if row is None else int(row[0])
-
-
-def missing_vectors(
-    conn: sqlite3.Connection, user_id: str, model: str, limit: int
-) -> list[tuple[int, str]]:
-    """``(rid, content)`` of the user's active memories with no vector from ``model``."""
-    cursor = conn.execute(
-        "SELECT m.rid, m.content FROM memories m LEFT JOIN memory_vectors v ON v.rid = m.rid "
-        "WHERE m.user_id = ? AND m.superseded_by IS NULL AND (v.rid IS NULL OR v.model != ?) "
-        "ORDER BY m.rid LIMIT ?",
-        (user_id, model, limit),
-    )
-    return [(int(rid), str(content)) for rid, content in cursor]
-
-
-def load_vectors(
-    conn: sqlite3.Connection, user_id: str, model: str
-) -> tuple[int, list[tuple[int, bytes, bytes]]]:
-    """The user's version and ``(rid, vector, calibration)`` rows, read in one snapshot."""
-    conn.execute("BEGIN")
-    try:
-        version = user_version(conn, user_id)
-        rows = conn.execute(
-            "SELECT v.rid, v.vector, v.calibration FROM memories m JOIN memory_vectors v "
-            "ON v.rid = m.rid WHERE m.user_id = ? AND m.superseded_by IS NULL AND v.model = ? "
-            "ORDER BY v.rid",
-            (user_id, model),
-        ).fetchall()
-    finally:
-        conn.execute("COMMIT")
-    return version, [(int(rid), bytes(vector), bytes(cal)) for rid, vector, cal in rows]

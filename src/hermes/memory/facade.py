@@ -20,17 +20,16 @@ errors are logged, never raised. :meth:`Memory.drain` waits for them (tests, shu
 still pending when the process dies is lost (see ``hermes.memory.step`` for the window).
 
 **Habits** (``habits=True``; seed 001 §5.2 "隐式积累", off by default): one
-:class:`~hermes.memory.habits.HabitCounter` per user, kept as JSON in a ``memory_habits``
-table of the same ``memory.db`` (a user's habits span sessions, so not the session scratch),
-created on first use.
+:class:`~hermes.memory.habits.HabitCounter` per user, kept as one JSON document by the
+long-term store (its :class:`~hermes.memory.habits.HabitStore` side; in SQLite a
+``memory_habits`` table of the same ``memory.db``, created on first use): a user's habits span
+sessions, so not the session scratch. The facade runs no SQL.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import sqlite3
 import time
 import weakref
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -46,7 +45,7 @@ from hermes.memory.extract import (
     MemoryCandidate,
     RuleExtractor,
 )
-from hermes.memory.habits import HabitCounter
+from hermes.memory.habits import HabitCounter, HabitStore
 from hermes.memory.longterm import MemoryStore
 from hermes.memory.recall import DEFAULT_POLICY, RecallPolicy, select_hits
 from hermes.memory.records import MemoryDraft, MemoryHit, MemoryKind, MemoryRecord
@@ -55,7 +54,6 @@ from hermes.memory.tiers import ToolMemory
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
 from hermes.session.privacy import contains_secret, without_secret_clauses
-from hermes.sqlite_support import SQLiteWorker
 from hermes.text.lang import Lang
 
 if TYPE_CHECKING:
@@ -122,7 +120,6 @@ class Memory:
         self.clock = clock
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
-        self._habit_table: _HabitTable | None = None
         self._habit_lock = asyncio.Lock()
         self._upkeep: asyncio.Task[None] | None = None
         # One lock per user (dropped when no writer holds it): a check for an existing memory
@@ -254,7 +251,7 @@ class Memory:
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._closed = True
-        for closer in (self.store, self.tools, self._habit_table):
+        for closer in (self.store, self.tools):
             if closer is not None:
                 try:
                     await closer.close()
@@ -264,7 +261,7 @@ class Memory:
     def close_sync(self) -> None:
         """Close the stores without an event loop (when building an agent failed)."""
         self._closed = True
-        for closer in (self.store, self.tools, self._habit_table):
+        for closer in (self.store, self.tools):
             if closer is not None:
                 closer.close_sync()
 
@@ -368,10 +365,9 @@ class Memory:
                 memories = await self.store.delete_all(user_id)
             if self.tools is not None:
                 blobs = await self.tools.forget_user(user_id)
-            table = await self._habits_table()
-            if table is not None:
+            if self.store is not None:
                 async with self._habit_lock:
-                    habits = await table.delete(user_id)
+                    habits = await self.store.delete_habits(user_id)
         log.info("memory_user_forgotten", memories=memories, blobs=blobs, habits=habits)
         return {"memories": memories, "blobs": blobs, "habits": habits}
 
@@ -467,26 +463,17 @@ class Memory:
     async def _habits(
         self, user_id: str, calls: Sequence[TurnCall], now: datetime, lang: Lang
     ) -> list[MemoryCandidate]:
+        habits: HabitStore | None = self.store
+        if habits is None:
+            return []
         async with self._habit_lock:  # one read-modify-write of a user's counters at a time
-            table = await self._habits_table()
-            if table is None:
-                return []
-            counter = HabitCounter.from_dict(await table.load(user_id), user_id=user_id)
+            counter = HabitCounter.from_dict(await habits.load_habits(user_id), user_id=user_id)
             found: list[MemoryCandidate] = []
             for name, arguments, ok in calls:
                 if ok:
                     found.extend(counter.observe_tool_call(name, arguments, now=now, lang=lang))
-            await table.save(user_id, counter.to_dict())
+            await habits.save_habits(user_id, counter.to_dict())
         return found
-
-    async def _habits_table(self) -> _HabitTable | None:
-        if self._habit_table is None:
-            directory = self.directory
-            if directory is None:
-                return None
-            # Opening blocks (it creates the table): off the event loop.
-            self._habit_table = await asyncio.to_thread(_HabitTable, directory / "memory.db")
-        return self._habit_table
 
 
 async def _logged(work: Coroutine[Any, Any, Any], what: str) -> None:
@@ -524,59 +511,3 @@ async def run_scheduled_upkeep(memory: Memory) -> bool:
     except Exception as exc:  # noqa: BLE001 - a failed run is retried at the next interval
         log.error("memory_upkeep_failed", error_type=type(exc).__name__, error=str(exc)[:300])
     return True
-
-
-# -- habit counters --------------------------------------------------------------------------------
-
-_HABITS_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS memory_habits "
-    "(user_id TEXT PRIMARY KEY, data TEXT NOT NULL, updated_at REAL NOT NULL) WITHOUT ROWID"
-)
-
-
-class _HabitTable(SQLiteWorker):
-    """One JSON document of habit counts per user, in ``memory.db``."""
-
-    kind = "memory habits table"
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(str(path), 5.0, thread_name="hermes-habits")
-        self._open_now()
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        conn.execute(_HABITS_SCHEMA)
-
-    async def load(self, user_id: str) -> Any:
-        row = await self._run("load", _load_habits, user_id)
-        if row is None:
-            return None
-        try:
-            return json.loads(row)
-        except ValueError:
-            log.warning("habits_unreadable")
-            return None
-
-    async def save(self, user_id: str, data: Mapping[str, Any]) -> None:
-        await self._run("save", _save_habits, user_id, json.dumps(data, ensure_ascii=False))
-
-    async def delete(self, user_id: str) -> int:
-        """Delete the user's habit counts; 1 if there were any, else 0."""
-        return await self._run("delete", _delete_habits, user_id)
-
-
-def _load_habits(conn: sqlite3.Connection, user_id: str) -> str | None:
-    row = conn.execute("SELECT data FROM memory_habits WHERE user_id = ?", (user_id,)).fetchone()
-    return None if row is None else str(row[0])
-
-
-def _save_habits(conn: sqlite3.Connection, user_id: str, data: str) -> None:
-    conn.execute(
-        "INSERT INTO memory_habits (user_id, data, updated_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (user_id) DO UPDATE SET data = excluded.data, "
-        "updated_at = excluded.updated_at",
-        (user_id, data, time.time()),
-    )
-
-
-def _delete_habits(conn: sqlite3.Connection, user_id: str) -> int:
-    return conn.execute("DELETE FROM memory_habits WHERE user_id = ?", (user_id,)).rowcount

@@ -9,7 +9,9 @@ get_weather 查询 city=上海"); the long-term store decides whether to keep it
 Off by default (seed 001: "隐式积累的开关默认关，因为需要观察期"): the switch is
 ``Memory(habits=True)`` / ``memory.habits`` — with it off no counter is ever loaded or fed.
 The counter is a plain in-memory structure for one user; ``to_dict`` /
-``from_dict`` let the agent persist it (JSON) wherever it keeps per-user data.
+``from_dict`` let the agent persist it (JSON) in a :class:`HabitStore` — one document per user,
+kept by the long-term store (the habits it makes are long-term memories; STYLE.md §11: the
+protocol lives here, its SQLite backend beside the memory tables).
 
 Only names and short, categorical argument values are counted: free text (``query``,
 ``content``, ``expression`` …), long values and sensitive values (passwords, phone numbers …)
@@ -22,15 +24,34 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, Protocol, runtime_checkable
 
 from hermes.memory.extract import MemoryCandidate, detect_sensitive
 from hermes.observe import get_logger, is_secret_key
 from hermes.text.lang import Lang
 
-__all__ = ["Behaviour", "HabitCounter", "tool_behaviours"]
+__all__ = ["Behaviour", "HabitCounter", "HabitStore", "tool_behaviours"]
 
 log = get_logger("memory")
+
+
+@runtime_checkable
+class HabitStore(Protocol):
+    """Where each user's habit counts are kept: one JSON document (``HabitCounter.to_dict``)
+    per user. Every backend passes ``tests/storage/conformance/test_habit_store.py``."""
+
+    async def load_habits(self, user_id: str) -> Any:
+        """The user's document as saved, or None (never saved, deleted, or unreadable)."""
+        ...
+
+    async def save_habits(self, user_id: str, data: Mapping[str, Any]) -> None:
+        """Replace the user's document with ``data``."""
+        ...
+
+    async def delete_habits(self, user_id: str) -> int:
+        """Delete the user's document; 1 if there was one, else 0."""
+        ...
+
 
 _FORMAT_VERSION: Final = 1
 _MAX_VALUE_CHARS: Final = 40

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import json
 import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
@@ -49,12 +50,9 @@ from hermes.memory.embed import (
     VectorCache,
     build_user_vectors,
     load_default_embedder,
-    load_vectors,
-    missing_vectors,
     score_of,
     score_rows,
     top_scored,
-    user_version,
 )
 from hermes.memory.keywords import query_tokens
 from hermes.memory.lexicon import Lexicon
@@ -66,6 +64,8 @@ from hermes.memory.longterm_sql import (
     Blobs,
     SearchQuery,
     count_records,
+    create_habits_table,
+    delete_habits,
     delete_records,
     existing_of,
     get_record,
@@ -73,12 +73,17 @@ from hermes.memory.longterm_sql import (
     insert_unique,
     keyword_search,
     list_records,
+    load_habits,
+    load_vectors,
     mark_recalled,
+    missing_vectors,
     not_found,
     records_by_rid,
+    save_habits,
     store_vectors,
     supersede_record,
     update_record,
+    user_version,
 )
 from hermes.memory.records import (
     MemoryDraft,
@@ -97,6 +102,14 @@ from hermes.memory.records import (
     validate_topic,
 )
 from hermes.memory.supersede import settle_on_write
+from hermes.memory.upkeep_sql import (
+    by_subject,
+    demote_records,
+    merge_pair,
+    pending_records,
+    save_checks,
+    stale_records,
+)
 from hermes.observe import get_logger
 from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.session.privacy import mask_personal
@@ -170,6 +183,7 @@ class MemoryStore(SQLiteWorker):
         #: first search, or built in the background meanwhile); None keeps each language apart.
         self.lexicon: Lexicon | Literal["auto"] | None = lexicon
         self._vectors = VectorCache(vector_cache_rows)
+        self._habits_table = False  # memory_habits is created on the first habit saved
         self._open_now()
 
     def __repr__(self) -> str:
@@ -468,6 +482,87 @@ class MemoryStore(SQLiteWorker):
             hits = await self._hybrid(embedder, search, query_vector, keyword)
         hits.sort(key=lambda h: (-h.score, -h.record.updated_at, h.record.id))
         return hits[:limit]
+
+    # -- habit counts (hermes.memory.habits.HabitStore) -----------------------------------------
+    async def load_habits(self, user_id: str) -> Any:
+        """The user's habit counts as saved (a JSON document), or None."""
+        validate_user_id(user_id)
+        await self._habits_ready()
+        row = await self._run("load habits", load_habits, user_id)
+        if row is None:
+            return None
+        try:
+            return json.loads(row)
+        except ValueError:
+            log.warning("habits_unreadable")
+            return None
+
+    async def save_habits(self, user_id: str, data: Mapping[str, Any]) -> None:
+        """Replace the user's habit counts with ``data`` (a JSON-able mapping)."""
+        validate_user_id(user_id)
+        await self._habits_ready()
+        text = json.dumps(data, ensure_ascii=False)
+        await self._run("save habits", save_habits, user_id, text, time.time())
+
+    async def delete_habits(self, user_id: str) -> int:
+        """Delete the user's habit counts; 1 if there were any, else 0."""
+        validate_user_id(user_id)
+        await self._habits_ready()
+        return await self._run("delete habits", delete_habits, user_id)
+
+    async def _habits_ready(self) -> None:
+        """Create the ``memory_habits`` table on the first habit call (a ``memory.db`` that
+        never kept habits has none)."""
+        if not self._habits_table:
+            await self._run("create habits table", create_habits_table)
+            self._habits_table = True
+
+    # -- the upkeep job's reads and writes (its rules are hermes.memory.upkeep's) ---------------
+    async def upkeep_pending(
+        self, user_id: str | None, now: float, limit: int
+    ) -> builtins.list[MemoryRecord]:
+        """Active memories new or changed since upkeep last examined them (every user's when
+        ``user_id`` is None), by user, oldest first, at most ``limit``."""
+        return await self._run("upkeep", pending_records, user_id, now, limit)
+
+    async def upkeep_by_subject(
+        self, user_id: str, kind: str, subject: str, now: float
+    ) -> builtins.list[MemoryRecord]:
+        """The user's active memories of ``kind`` about ``subject`` (at most 100)."""
+        return await self._run("upkeep", by_subject, user_id, kind, subject, now)
+
+    async def upkeep_checked(
+        self, user_id: str, checks: Sequence[tuple[str, str | None]], now: float
+    ) -> None:
+        """Mark the user's memories examined at ``now``, each ``(id, subject)`` with the
+        subject upkeep read in it."""
+        await self._run("upkeep", save_checks, user_id, checks, now)
+
+    async def upkeep_merge(
+        self, user_id: str, keeper_id: str, other_id: str, now: float
+    ) -> MemoryRecord | None:
+        """Fold duplicate ``other_id`` into ``keeper_id``; the keeper as merged, or None when
+        either is no longer an active memory of the user (both read in one transaction)."""
+        return await self._run("upkeep", merge_pair, user_id, keeper_id, other_id, now)
+
+    async def upkeep_stale(
+        self,
+        user_id: str | None,
+        tier: str,
+        cutoffs: tuple[float, float | None],
+        *,
+        now: float,
+        limit: int,
+    ) -> builtins.list[MemoryRecord]:
+        """Active, not explicit memories of ``tier`` last used before ``cutoffs[0]`` (and,
+        when ``cutoffs[1]`` is set, demoted before it or never), by user, oldest first."""
+        return await self._run(
+            "upkeep", stale_records, user_id, tier, cutoffs, now=now, limit=limit
+        )
+
+    async def upkeep_demote(self, records: Sequence[MemoryRecord], now: float) -> None:
+        """Move ``records`` one tier down (semantic → episodic), stamped ``now``."""
+        await self._run("upkeep", demote_records, records, now)
 
     async def run_blocking(
         self,

@@ -366,3 +366,75 @@ def store_vectors(
                 (model, vector, calibration, rid, user_id),
             )
         bump_user_version(conn, user_id)
+
+
+# -- reading vectors (moved from ``hermes.memory.embed``: the embedder runs no SQL) -----------
+
+
+def user_version(conn: sqlite3.Connection, user_id: str) -> int:
+    """The version of a user's memories: the store bumps it with every write to them."""
+    row = conn.execute("SELECT version FROM memory_users WHERE user_id = ?", (user_id,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def missing_vectors(
+    conn: sqlite3.Connection, user_id: str, model: str, limit: int
+) -> list[tuple[int, str]]:
+    """``(rid, content)`` of the user's active memories with no vector from ``model``."""
+    cursor = conn.execute(
+        "SELECT m.rid, m.content FROM memories m LEFT JOIN memory_vectors v ON v.rid = m.rid "
+        "WHERE m.user_id = ? AND m.superseded_by IS NULL AND (v.rid IS NULL OR v.model != ?) "
+        "ORDER BY m.rid LIMIT ?",
+        (user_id, model, limit),
+    )
+    return [(int(rid), str(content)) for rid, content in cursor]
+
+
+def load_vectors(
+    conn: sqlite3.Connection, user_id: str, model: str
+) -> tuple[int, list[tuple[int, bytes, bytes]]]:
+    """The user's version and ``(rid, vector, calibration)`` rows, read in one snapshot."""
+    conn.execute("BEGIN")
+    try:
+        version = user_version(conn, user_id)
+        rows = conn.execute(
+            "SELECT v.rid, v.vector, v.calibration FROM memories m JOIN memory_vectors v "
+            "ON v.rid = m.rid WHERE m.user_id = ? AND m.superseded_by IS NULL AND v.model = ? "
+            "ORDER BY v.rid",
+            (user_id, model),
+        ).fetchall()
+    finally:
+        conn.execute("COMMIT")
+    return version, [(int(rid), bytes(vector), bytes(cal)) for rid, vector, cal in rows]
+
+
+# -- habit counts (``hermes.memory.habits.HabitStore``: one JSON document per user) ------------
+
+_HABITS_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS memory_habits "
+    "(user_id TEXT PRIMARY KEY, data TEXT NOT NULL, updated_at REAL NOT NULL) WITHOUT ROWID"
+)
+
+
+def create_habits_table(conn: sqlite3.Connection) -> None:
+    """The ``memory_habits`` table, created on first use (as before it was in this module:
+    a ``memory.db`` that never kept habits has none)."""
+    conn.execute(_HABITS_SCHEMA)
+
+
+def load_habits(conn: sqlite3.Connection, user_id: str) -> str | None:
+    row = conn.execute("SELECT data FROM memory_habits WHERE user_id = ?", (user_id,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def save_habits(conn: sqlite3.Connection, user_id: str, data: str, now: float) -> None:
+    conn.execute(
+        "INSERT INTO memory_habits (user_id, data, updated_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (user_id) DO UPDATE SET data = excluded.data, "
+        "updated_at = excluded.updated_at",
+        (user_id, data, now),
+    )
+
+
+def delete_habits(conn: sqlite3.Connection, user_id: str) -> int:
+    return conn.execute("DELETE FROM memory_habits WHERE user_id = ?", (user_id,)).rowcount

@@ -84,14 +84,6 @@ from hermes.memory.upkeep_duplicates import (
     keyword_set,
     merged_record,
 )
-from hermes.memory.upkeep_sql import (
-    by_subject,
-    demote_records,
-    merge_pair,
-    pending_records,
-    save_checks,
-    stale_records,
-)
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
 
@@ -250,9 +242,7 @@ class _Run:
 
     # -- duplicates and conflicts ----------------------------------------------------------
     async def examine(self, user_id: str | None) -> None:
-        pending = await self.store.run_blocking(
-            "upkeep", pending_records, user_id, self.now, self.policy.batch_size
-        )
+        pending = await self.store.upkeep_pending(user_id, self.now, self.policy.batch_size)
         self.report.examined = len(pending)
         self.report.remaining = len(pending) >= self.policy.batch_size
         users: dict[str, list[MemoryRecord]] = {}
@@ -272,7 +262,7 @@ class _Run:
             if not self.dry_run:
                 checks = [(r.id, self.subjects[r.id]) for r in records if r.id not in self.retired]
                 if checks:
-                    await self.store.run_blocking("upkeep", save_checks, owner, checks, self.now)
+                    await self.store.upkeep_checked(owner, checks, self.now)
 
     async def _dedupe(self, record: MemoryRecord) -> MemoryRecord | None:
         """Merge ``record``'s duplicates; the record as it stands after, None if merged away."""
@@ -331,9 +321,7 @@ class _Run:
         if self.dry_run:
             merged: MemoryRecord | None = merged_record(keep, other)
         else:
-            merged = await self.store.run_blocking(
-                "upkeep", merge_pair, keep.user_id, keep.id, other.id, self.now
-            )
+            merged = await self.store.upkeep_merge(keep.user_id, keep.id, other.id, self.now)
         if merged is None:  # changed meanwhile (another process): left for the next run
             return a
         self.retired.add(other.id)
@@ -371,8 +359,8 @@ class _Run:
         found: dict[str, tuple[MemoryRecord, str | None]] = {}
         subject = statement.subject
         if subject is not None:
-            stored = await self.store.run_blocking(
-                "upkeep", by_subject, record.user_id, record.kind, subject, self.now
+            stored = await self.store.upkeep_by_subject(
+                record.user_id, record.kind, subject, self.now
             )
             in_batch = [r for r in self.batch if self.subjects.get(r.id) == subject]
             for other in (*stored, *in_batch):
@@ -436,9 +424,7 @@ class _Run:
         budget = policy.max_removals
         grace = max(policy.delete_after_days - policy.demote_after_days, 0.0) * _DAY
         delete_cutoff = now - policy.delete_after_days * _DAY
-        doomed = await self.store.run_blocking(
-            "upkeep",
-            stale_records,
+        doomed = await self.store.upkeep_stale(
             user_id,
             "episodic",
             (delete_cutoff, now - grace),
@@ -455,9 +441,7 @@ class _Run:
             )
         budget -= len(doomed)
         demote_cutoff = now - policy.demote_after_days * _DAY
-        demoted = await self.store.run_blocking(
-            "upkeep",
-            stale_records,
+        demoted = await self.store.upkeep_stale(
             user_id,
             "semantic",
             (demote_cutoff, None),
@@ -466,7 +450,7 @@ class _Run:
         )
         demoted = self._still_stale(demoted, demote_cutoff)
         if demoted and not self.dry_run:
-            await self.store.run_blocking("upkeep", demote_records, demoted, now)
+            await self.store.upkeep_demote(demoted, now)
         why = f"not recalled for {policy.demote_after_days:g} days"
         self.report.actions.extend(
             UpkeepAction("demote", r.user_id, r.id, r.kind, why) for r in demoted

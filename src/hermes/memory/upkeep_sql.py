@@ -1,4 +1,4 @@
-"""The upkeep job's SQL statements, run through ``MemoryStore.run_blocking``: every one is
+"""The upkeep job's SQL statements, run by the ``MemoryStore.upkeep_*`` methods: every one is
 scoped by user, writes in ``write_transaction`` and bumps the version of each user whose active
 memories it changes (see :mod:`hermes.memory.upkeep`)."""
 

@@ -1,5 +1,6 @@
 """Fixtures of the conformance suites: ``backend``/``store`` run a test on every store backend,
-``locks_backend``/``make_locks`` on every ``SessionLocks`` (``tests.storage.backends``)."""
+``locks_backend``/``make_locks`` on every ``SessionLocks``, ``memory_backend``/``memory_store``
+on every backend of the memory protocols (``tests.storage.backends``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from hermes.memory.longterm import MemoryStore
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
-from tests.storage.backends import LOCKS_BACKENDS, STORE_BACKENDS, Backend
+from tests.storage.backends import (
+    LOCKS_BACKENDS,
+    MEMORY_BACKENDS,
+    STORE_BACKENDS,
+    Backend,
+    MemoryBackend,
+)
 
 LocksFactory = Callable[[], SessionLocks]
 
@@ -36,3 +44,15 @@ def make_locks(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Locks
     made = LOCKS_BACKENDS[request.param](tmp_path)
     yield made.open
     made.close()
+
+
+@pytest.fixture(params=sorted(MEMORY_BACKENDS))
+def memory_backend(request: pytest.FixtureRequest, tmp_path: Path) -> MemoryBackend:
+    return MEMORY_BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+async def memory_store(memory_backend: MemoryBackend) -> AsyncIterator[MemoryStore]:
+    opened = memory_backend.open()
+    yield opened
+    await opened.close()

@@ -47,7 +47,7 @@ _ZH_EXPLICIT = re.compile(
 _EN_EXPLICIT = re.compile(
     EN_LEAD + r"(?P<polite>(?:please|pls|can\s+you|could\s+you|would\s+you)\s+)?"
     r"(?:remember|memori[sz]e|note|keep\s+in\s+mind|don't\s+forget|do\s+not\s+forget"
-    r"|never\s+forget|make\s+a\s+note)(?P<that>\s+that\b|\s*:|\s*,)?\s*(?P<body>.+)$",
+    r"|never\s+forget|make\s+a\s+note)\b(?P<that>\s+that\b|\s*:|\s*,)?\s*(?P<body>.+)$",
     re.IGNORECASE,
 )
 _ZH_STANDING = re.compile(
