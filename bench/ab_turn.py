@@ -2,8 +2,9 @@
 
 Two worker processes, one per tree (``--a`` and ``--b``: directories holding the ``hermes``
 package, e.g. ``src`` of this checkout and of ``git archive main``), each with the same turns
-as ``turn_overhead.py`` — a new session per turn, one 12-round session, and the sessions of
-100 and 100,000 imported messages. The driver alternates small batches between them (A B A B
+as ``turn_overhead.py`` — a new session per turn, one 12-round session, turns rotating over
+100 live sessions with full 12-round windows, and the sessions of 100 and 100,000 imported
+messages. The driver alternates small batches between them (A B A B
 …), so a shared, noisy machine slows both alike, and reports each side's medians and the B/A
 ratio per case. ``--sdk`` adds a third worker running ``turn_overhead.py``'s OpenAI Agents SDK
 turn (the peer of the new-session turn; it keeps no history), so one run gives before, after
@@ -28,9 +29,20 @@ from pathlib import Path
 
 from ab_workers import ab_parser, alternate, print_medians, start
 
-CASES = ("new session", "12-round session", "100 messages", "100,000 messages")
-#: The case the OpenAI Agents SDK's turn is the peer of (it starts every run with no history).
-SDK_CASE = "new session"
+#: Turns round-robin over this many sessions, each with a full 12-round window.
+LIVE_SESSIONS = 100
+LIVE_CASE = f"{LIVE_SESSIONS} live sessions"
+
+CASES = (
+    "new session",
+    "12-round session",
+    LIVE_CASE,
+    "100 messages",
+    "100,000 messages",
+)
+#: The cases the OpenAI Agents SDK's turn is measured against (it starts every run with no
+#: history): the turn of a new session, and the ongoing-session turn users mostly take.
+SDK_CASES = ("new session", LIVE_CASE)
 
 
 async def _serve(turn: Callable[[str, int], Awaitable[None]]) -> None:
@@ -50,7 +62,7 @@ async def _serve(turn: Callable[[str, int], Awaitable[None]]) -> None:
 
 async def _worker() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
-    from turn_overhead import FunctionModel, _script, add, history  # noqa: I001 - after the path
+    from turn_overhead import FunctionModel, _script, add, history, live_sessions  # noqa: I001
 
     from hermes import Agent
 
@@ -58,6 +70,7 @@ async def _worker() -> None:
         agent = Agent(model=FunctionModel(_script), tools=[add], store=Path(tmp) / "ab.db")
         agent.import_history("hist-small-1", history(100), user_id="u1")
         agent.import_history("hist-large-1", history(100_000), user_id="u1")
+        live = live_sessions(agent, LIVE_SESSIONS)
         sessions = {
             "12-round session": "bench-long-1",
             "100 messages": "hist-small-1",
@@ -65,7 +78,10 @@ async def _worker() -> None:
         }
 
         async def turn(case: str, i: int) -> None:
-            session = sessions.get(case, f"bench-new-{i}")
+            if case == LIVE_CASE:
+                session = live[i % LIVE_SESSIONS]
+            else:
+                session = sessions.get(case, f"bench-new-{i}")
             result = await agent.run("what is 2+3?", session_id=session, user_id="u1")
             assert result.reply == "The answer is 5.", result
 
@@ -102,15 +118,17 @@ def main() -> None:
     cases: dict[str, tuple[str, ...]] = dict.fromkeys(CASES, ("A", "B"))
     if args.sdk:
         sides["SDK"] = start(__file__, args.b, "--sdk")
-        cases[SDK_CASE] = ("A", "B", "SDK")
+        for case in SDK_CASES:
+            cases[case] = ("A", "B", "SDK")
     times = alternate(sides, cases, args)
     medians = print_medians(times, cases, "µs")
     if args.sdk:
-        sdk = medians[SDK_CASE]
-        print(
-            f"{SDK_CASE} vs the OpenAI Agents SDK: A/SDK {sdk['A'] / sdk['SDK']:.3f}, "
-            f"B/SDK {sdk['B'] / sdk['SDK']:.3f}"
-        )
+        for case in SDK_CASES:
+            sdk = medians[case]
+            print(
+                f"{case} vs the OpenAI Agents SDK: A/SDK {sdk['A'] / sdk['SDK']:.3f}, "
+                f"B/SDK {sdk['B'] / sdk['SDK']:.3f}"
+            )
     print(json.dumps(medians))
 
 

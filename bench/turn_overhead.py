@@ -56,6 +56,28 @@ async def hermes_turn_fn(store: Path, *, fresh: bool) -> tuple[TurnFn, Agent]:
     return turn, agent
 
 
+def live_sessions(agent: Agent, count: int, rounds: int = 12) -> list[str]:
+    """``count`` sessions, each holding a full window of ``rounds`` rounds (4 items a round:
+    question, call, result, answer), for turns that rotate over them."""
+    ids = [f"bench-live-{n}" for n in range(count)]
+    for session in ids:
+        agent.import_history(session, history(4 * rounds), user_id="u1")
+    return ids
+
+
+async def hermes_live_turn_fn(store: Path, count: int = 100) -> tuple[TurnFn, Agent]:
+    """Turns round-robin over ``count`` live sessions with full 12-round windows: the
+    ongoing-session turn most users take."""
+    agent = Agent(model=FunctionModel(_script), tools=[add], store=store)
+    ids = live_sessions(agent, count)
+
+    async def turn(i: int) -> None:
+        result = await agent.run("what is 2+3?", session_id=ids[i % count], user_id="u1")
+        assert result.reply == "The answer is 5.", result
+
+    return turn, agent
+
+
 async def openai_agents_turn_fn() -> TurnFn | None:
     try:
         from agents import Agent as OAAgent
@@ -229,9 +251,11 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         fresh_fn, fresh_agent = await hermes_turn_fn(Path(tmp) / "fresh.db", fresh=True)
         long_fn, long_agent = await hermes_turn_fn(Path(tmp) / "long.db", fresh=False)
+        live_fn, live_agent = await hermes_live_turn_fn(Path(tmp) / "live.db")
         fns: dict[str, TurnFn] = {
             "hermes, new session": fresh_fn,
             "hermes, 12-round session": long_fn,
+            "hermes, 100 live sessions": live_fn,
         }
         oa = await openai_agents_turn_fn()
         pa = await pydantic_ai_turn_fn()
@@ -249,6 +273,7 @@ async def main() -> None:
         report(times, "openai-agents (memory)")
         await fresh_agent.aclose()
         await long_agent.aclose()
+        await live_agent.aclose()
 
         print("\n2. per-turn time vs session length (imported history); ratio vs 100 messages")
         hist = await history_bench(Path(tmp) / "history.db", args.rounds // 2 or 1, args.batch)

@@ -50,6 +50,14 @@ _CJK_RUNS = re.compile(
 )
 
 
+#: Counts of non-ASCII texts already seen: a session's window is counted again on every turn,
+#: and its texts are the same string objects turn after turn (the store's window cache), whose
+#: hash Python keeps, so a look-up costs less than the regex pass. Bounded in entries and size.
+_SEEN: dict[str, int] = {}
+_SEEN_ENTRIES = 8192
+_SEEN_MAX_CHARS = 2048
+
+
 def count_tokens(text: str) -> int:
     """Estimated tokens of ``text`` (0 for an empty string, else at least 1)."""
     length = len(text)
@@ -57,8 +65,16 @@ def count_tokens(text: str) -> int:
         return 0
     if text.isascii():
         return (length + 3) // 4
+    seen = _SEEN.get(text)
+    if seen is not None:
+        return seen
     cjk = length - len(_CJK_RUNS.sub("", text))
-    return max(1, cjk + (length - cjk + 3) // 4)
+    count = max(1, cjk + (length - cjk + 3) // 4)
+    if length <= _SEEN_MAX_CHARS:
+        if len(_SEEN) >= _SEEN_ENTRIES:
+            _SEEN.clear()
+        _SEEN[text] = count
+    return count
 
 
 def _content_tokens(content: Any) -> int:

@@ -23,6 +23,7 @@ from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
 from hermes.storage.sqlite.migrations import apply_migrations
 from hermes.storage.sqlite.session_migrations import MIGRATIONS
 from hermes.storage.sqlite.support import SQLiteWorker, write_transaction
+from hermes.storage.sqlite.window_cache import WindowCache
 
 DEFAULT_DB_PATH = Path(".hermes") / "hermes.db"
 
@@ -214,6 +215,7 @@ class SQLiteStore(SQLiteWorker):
         )
         self.window_limit = max(1, window_limit)
         self.sticky_limit = max(0, sticky_limit)
+        self._windows = WindowCache()
         self._open_now()
 
     def __repr__(self) -> str:
@@ -267,7 +269,7 @@ class SQLiteStore(SQLiteWorker):
         now = time.time()
         first = await self._run("append", _append, session_id, rows, state_row, now, fence=fence)
         # Field by field rather than dataclasses.replace: this is on every turn's hot path.
-        return [
+        stored = [
             Item(
                 item.role,
                 item.kind,
@@ -282,6 +284,8 @@ class SQLiteStore(SQLiteWorker):
             )
             for i, item in enumerate(items)
         ]
+        self._windows.extend(session_id, first, stored)
+        return stored
 
     async def save_state(self, session_id: str, state: SessionState) -> None:
         """Save the volatile state of a session (raises ``StoreError`` if it does not exist)."""
@@ -297,7 +301,7 @@ class SQLiteStore(SQLiteWorker):
             raise ValueError(f"rounds must be at least 1, got {rounds}")
         return await self._run(
             "context_slice", _context_slice, session_id, rounds, self.window_limit,
-            self.sticky_limit,
+            self.sticky_limit, windows=self._windows,
         )  # fmt: skip
 
     async def read_items(
@@ -321,6 +325,7 @@ class SQLiteStore(SQLiteWorker):
         """Delete the session and (``ON DELETE CASCADE``) its items in one transaction; False
         when it does not exist. Raises ``InvalidIdError`` for a malformed id."""
         validate_session_id(session_id)
+        self._windows.drop(session_id)
         return await self._run("delete_session", _delete_session, session_id)
 
     def bulk_import(self, session_id: str, user_id: str | None, items: Iterable[Item]) -> int:
@@ -461,10 +466,16 @@ def _refuse_append(conn: sqlite3.Connection, session_id: str, fence: int | None)
 
 
 def _context_slice(
-    conn: sqlite3.Connection, session_id: str, rounds: int, window_limit: int, sticky_limit: int
+    conn: sqlite3.Connection,
+    session_id: str,
+    rounds: int,
+    window_limit: int,
+    sticky_limit: int,
+    *,
+    windows: WindowCache,
 ) -> ContextSlice:
     found = conn.execute(
-        "SELECT last_seq FROM sessions WHERE session_id = ?", (session_id,)
+        "SELECT last_seq, created_at FROM sessions WHERE session_id = ?", (session_id,)
     ).fetchone()
     last_seq = 0 if found is None else int(found[0])
     if last_seq == 0:
@@ -472,10 +483,15 @@ def _context_slice(
     start = conn.execute(SQL_ROUND_START, (session_id, rounds - 1)).fetchone()
     window_start = 1 if start is None else int(start[0])
     window_start = max(window_start, last_seq - window_limit + 1)
-    window = [
-        _item_from_row(r)
-        for r in conn.execute(SQL_WINDOW, (session_id, window_start, window_limit))
-    ]
+    # The items up to the latest seq just read that this process already holds (the cache's
+    # docstring says why they cannot be stale); only the rows after them are read.
+    window, after = windows.reusable(session_id, found[1], window_start, last_seq)
+    if after <= last_seq:
+        window.extend(
+            _item_from_row(r)
+            for r in conn.execute(SQL_WINDOW, (session_id, after, last_seq - after + 1))
+        )
+    windows.put(session_id, found[1], window)
     row = conn.execute(SQL_LATEST_SUMMARY, (session_id,)).fetchone()
     summary = None if row is None else _item_from_row(row)
     covered = 0 if summary is None else _covers_until(summary)
