@@ -71,3 +71,18 @@ def test_a_ready_store_is_returned_as_is(tmp_path: Path):
 def test_unusable_specs_raise_config_error(spec: object):
     with pytest.raises(ConfigError):
         open_store(spec)  # type: ignore[arg-type]
+
+
+def test_idempotency_records_live_beside_a_store_file_and_per_workspace_without_one(
+    tmp_path: Path,
+) -> None:
+    from hermes.storage.open import idempotency_path
+
+    on_file = open_store(str(tmp_path / "data" / "hermes.db"))
+    in_memory = open_store(":memory:")
+    try:
+        assert idempotency_path(on_file) == str(tmp_path / "data" / "idempotency.db")
+        assert idempotency_path(in_memory) is None
+    finally:
+        on_file.close_sync()
+        in_memory.close_sync()

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent.approvals import Decision, PendingApproval
-from hermes.agent.compose import open_locks, open_store
+from hermes.agent.compose import idempotency_path, open_locks, open_store
 from hermes.agent.events import AgentEvent, TurnFinished
 from hermes.agent.history import import_chat_history
 from hermes.agent.remote_tools import RemoteTools
@@ -455,18 +455,12 @@ def _open_memory(
 
 
 def _executor(runtime: Runtime, memory: Memory | None) -> ToolExecutor:
-    """The agent's tool pipeline: its authorizer; idempotency records beside the session
-    database (not in the tools' workspace); memory's step in the cache's place."""
-    path = getattr(runtime.store, "path", None)
-    beside = (
-        str(Path(path).with_name("idempotency.db"))
-        if isinstance(path, str) and path != ":memory:"
-        else None
-    )
+    """The agent's tool pipeline: its authorizer; idempotency records where the storage layer
+    keeps them for this store; memory's step in the cache's place."""
     executor = ToolExecutor(
         runtime.tools,
         authorizer=runtime.authorizer,
-        idempotency_path=beside,
+        idempotency_path=idempotency_path(runtime.store),
         max_output_chars=runtime.settings.max_output_chars,
     )
     step = None if memory is None else memory.pipeline_step()

@@ -30,6 +30,12 @@ def open_locks(store: Store) -> SessionLocks:
     return storage_open.open_locks(store)
 
 
+def idempotency_path(store: Store) -> str | None:
+    """Where the idempotency records go for an agent on ``store`` (None: per workspace). See
+    :func:`hermes.storage.open.idempotency_path`."""
+    return storage_open.idempotency_path(store)
+
+
 def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None) -> None:
     """Raise ``ConfigError`` (key ``store.path``) when ``spec`` names a backend this build does
     not have, before anything else is opened.

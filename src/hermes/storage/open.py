@@ -71,6 +71,16 @@ def open_locks(store: Store) -> SessionLocks:
     return LocalSessionLocks(cross_process=False)
 
 
+def idempotency_path(store: Store) -> str | None:
+    """Where the idempotency records of the agent on ``store`` live: ``idempotency.db`` beside
+    a store's database file (not in the tools' workspace); ``None`` for a store without a file
+    (``:memory:`` or another backend): each call's ``<workspace>/.hermes/idempotency.db``."""
+    path = getattr(store, "path", None)
+    if isinstance(path, str) and path != ":memory:":
+        return str(Path(path).with_name("idempotency.db"))
+    return None
+
+
 def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None) -> None:
     """Raise ``ConfigError`` (key ``store.path``) when ``spec`` names a server backend this
     build does not have; checked before anything else is opened, so that it is the first
