@@ -96,7 +96,7 @@ async def test_the_null_hook_begins_every_turn_with_the_null_turn_memory(
     agent = make_agent(FunctionModel(adding))
     assert agent._runtime.memory is NO_MEMORY
     # A turn is a TurnFacts; the null hook reads nothing of it.
-    began = await NO_MEMORY.begin(None, "hello", ["add"], 1000)  # type: ignore[arg-type]
+    began = await NO_MEMORY.begin(None, "hello", ToolRegistry(), 1000)  # type: ignore[arg-type]
     assert began == (NO_TURN_MEMORY, None)
 
 

@@ -1,24 +1,6 @@
-"""Fixtures of the session tests: ``store`` runs a test on every store backend
-(``tests.storage.backends``, the ones the Store conformance suite runs on)."""
+"""Fixtures of the session tests: ``store`` runs a test on every store backend — the same
+fixtures as the Store conformance suite (``tests.storage.conformance.conftest``)."""
 
-from __future__ import annotations
+from tests.storage.conformance.conftest import backend, store
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
-from hermes.session.store import Store
-from tests.storage.backends import STORE_BACKENDS, Backend
-
-
-@pytest.fixture(params=sorted(STORE_BACKENDS))
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    return STORE_BACKENDS[request.param](tmp_path)
-
-
-@pytest.fixture
-async def store(backend: Backend) -> AsyncIterator[Store]:
-    opened = backend.open()
-    yield opened
-    await opened.close()
+__all__ = ["backend", "store"]

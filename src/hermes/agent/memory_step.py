@@ -85,7 +85,7 @@ class MemoryTurns(MemoryHook):
         self,
         turn: TurnFacts,
         text: str,
-        tool_names: Sequence[str],
+        tools: ToolRegistry,
         budget_tokens: int,
     ) -> tuple[TurnMemory, str | None]:
         """This turn's memory and the system note to inject before the user's message (or
@@ -93,7 +93,7 @@ class MemoryTurns(MemoryHook):
         to remember (the ``remember`` tool still needs that)."""
         try:
             self.memory.start()  # scheduled upkeep, from the first turn on
-            return await _begin(self.memory, turn, text, tool_names, budget_tokens)
+            return await _begin(self.memory, turn, text, tools.names(), budget_tokens)
         except Exception as exc:  # noqa: BLE001 - memory is a help: the turn goes on without it
             log.error("memory_failed", error_type=type(exc).__name__, error=str(exc)[:300])
             return _AskedOnly(user_asked_to_remember(text)), None

@@ -483,7 +483,7 @@ async def _tool_step(
 async def _memory_note(rt: Runtime, turn: TurnState, text: str) -> dict[str, Any] | None:
     """Working memory and recall for this turn (``turn.memory``); the system message to put
     before the user's message, or None."""
-    turn.memory, note = await rt.memory.begin(turn, text, rt.tools.names(), rt.message_budget)
+    turn.memory, note = await rt.memory.begin(turn, text, rt.tools, rt.message_budget)
     return None if note is None else {"role": "system", "content": note}
 
 

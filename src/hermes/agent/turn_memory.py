@@ -102,11 +102,12 @@ class MemoryHook:
         self,
         turn: TurnFacts,
         text: str,
-        tool_names: Sequence[str],
+        tools: ToolRegistry,
         budget_tokens: int,
     ) -> tuple[TurnMemory, str | None]:
         """This turn's memory and the note to show the model before the user's message
-        (None: no note). Never raises: memory is a help, a turn goes on without it."""
+        (None: no note); ``tools`` are the agent's (the recall gate reads their names). Never
+        raises: memory is a help, a turn goes on without it."""
         return NO_TURN_MEMORY, None
 
 

@@ -72,11 +72,12 @@ class CallContext:
             user_id=self.user_id,
             trace_id=self.trace_id,
             call_id=self.call_id,
-            workspace=Path(self.workspace) if self.workspace else Path.cwd(),
+            workspace=self.workspace_path(),
             extras=dict(self.extras),
         )
 
     def workspace_path(self) -> Path:
+        """The tools' working directory (the current one when none was given)."""
         return Path(self.workspace) if self.workspace else Path.cwd()
 
     def to_dict(self) -> dict[str, Any]:
