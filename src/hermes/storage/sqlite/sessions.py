@@ -311,7 +311,9 @@ class SQLiteStore(SQLiteWorker):
         if limit <= 0:
             return []
         upper = _NO_UPPER_BOUND if before_seq is None else before_seq
-        return await self._run("read_items", _read_items, session_id, after_seq, upper, limit)
+        return await self._run(
+            "read_items", _read_items, session_id, after_seq, upper, limit, windows=self._windows
+        )
 
     async def list_sessions(
         self, user_id: str | None = None, limit: int = 50
@@ -491,10 +493,10 @@ def _context_slice(
             _item_from_row(r)
             for r in conn.execute(SQL_WINDOW, (session_id, after, last_seq - after + 1))
         )
-    windows.put(session_id, found[1], window)
     row = conn.execute(SQL_LATEST_SUMMARY, (session_id,)).fetchone()
     summary = None if row is None else _item_from_row(row)
     covered = 0 if summary is None else _covers_until(summary)
+    windows.put(session_id, found[1], window, keep_from=covered + 1)
     sticky = [
         _item_from_row(r)
         for r in conn.execute(SQL_STICKY, (session_id, window_start, sticky_limit))
@@ -519,8 +521,26 @@ def _context_slice(
 
 
 def _read_items(
-    conn: sqlite3.Connection, session_id: str, after_seq: int, before_seq: int, limit: int
+    conn: sqlite3.Connection,
+    session_id: str,
+    after_seq: int,
+    before_seq: int,
+    limit: int,
+    *,
+    windows: WindowCache,
 ) -> list[Item]:
+    found = conn.execute(
+        "SELECT last_seq, created_at FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if found is None:
+        return []
+    # The backlog a turn reads sits just before its window, which the cache keeps with it.
+    cached = windows.span(
+        session_id, found[1], after=after_seq, before=before_seq, last_seq=int(found[0]),
+        limit=limit,
+    )  # fmt: skip
+    if cached is not None:
+        return cached
     cursor = conn.execute(SQL_READ_ITEMS, (session_id, after_seq, before_seq, limit))
     return [_item_from_row(r) for r in cursor]
 
