@@ -60,7 +60,7 @@ from hermes.session.context import build_messages, fit_messages
 from hermes.session.inbound import read_inbound
 from hermes.session.items import ContextSlice, Item
 from hermes.session.locks import SessionClaim
-from hermes.session.summary import fold_backlog
+from hermes.session.summary import summarize_backlog
 from hermes.session.tokens import message_tokens
 from hermes.tools.pipeline import CallContext
 
@@ -500,14 +500,13 @@ async def _close_gap(rt: Runtime, turn: TurnState, slice_: ContextSlice) -> Cont
         started = time.perf_counter()
         try:
             async with asyncio.timeout_at(turn.deadline):
-                summary = await fold_backlog(
+                summary = await summarize_backlog(
                     rt.store,
                     turn.session_id,
                     slice_,
                     rt.summarizer,
                     min_backlog=rt.settings.summary_min_backlog,
                     trace_id=turn.trace_id,
-                    fence=turn.claim.token,
                 )
         except TimeoutError:
             # The summarizer used the whole turn's time: go on with what we have (the model
@@ -515,6 +514,8 @@ async def _close_gap(rt: Runtime, turn: TurnState, slice_: ContextSlice) -> Cont
             log.warning("history_fold_timeout", backlog=slice_.backlog)
             return slice_
         log.info("history_folded", cost_ms=round((time.perf_counter() - started) * 1000, 3))
+        if summary is not None:  # stored with the turn's next write, one transaction less
+            turn.unsaved.append(summary)
         return ContextSlice(slice_.sticky, summary or slice_.summary, slice_.window)
     unfolded = await rt.store.read_items(
         turn.session_id,
