@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hermes.memory.archive import Archive
-from hermes.memory.index import ToolCallIndex
-from hermes.memory.lexicon import Lexicon
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from hermes.storage import open as storage_open
+
+if TYPE_CHECKING:  # memory's protocols, for the annotations only: an agent without memory
+    # never loads the memory package (tests/agent/test_turn_memory.py)
+    from hermes.memory.archive import Archive
+    from hermes.memory.index import ToolCallIndex
+    from hermes.memory.lexicon import Lexicon
 
 
 def open_store(

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes.errors import ConfigError
-from hermes.memory.archive import Archive
-from hermes.memory.index import ToolCallIndex
-from hermes.memory.lexicon import Lexicon
 from hermes.session.locks import LocalSessionLocks, SessionLocks
 from hermes.session.store import Store
-from hermes.storage.files.archive import LocalArchive
-from hermes.storage.sqlite import lexicon as sqlite_lexicon
 from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.storage.sqlite.sessions import DEFAULT_DB_PATH, SQLiteStore
-from hermes.storage.sqlite.tool_calls import SQLiteToolCallIndex
+
+if TYPE_CHECKING:
+    from hermes.memory.archive import Archive
+    from hermes.memory.index import ToolCallIndex
+    from hermes.memory.lexicon import Lexicon
 
 _SQLITE_SCHEME = "sqlite://"
 _SERVER_SCHEMES = ("postgres://", "postgresql://", "redis://")
@@ -114,7 +114,13 @@ def open_tool_memory_backends(
     ``.hermes/`` directory): ``memory.db`` (:class:`SQLiteToolCallIndex`, opened and migrated
     now; ``debug`` makes its queries return their SQL and plan) and ``archive/``
     (:class:`LocalArchive`, created on its first write). Raises ``StoreError`` for an unusable
-    file; nothing stays open when it does."""
+    file; nothing stays open when it does.
+
+    The backends are imported here, not at the top: an agent without memory never loads the
+    memory package (``tests/agent/test_turn_memory.py``)."""
+    from hermes.storage.files.archive import LocalArchive
+    from hermes.storage.sqlite.tool_calls import SQLiteToolCallIndex
+
     root = Path(directory)
     index = SQLiteToolCallIndex(root / "memory.db", debug=debug)
     return index, LocalArchive(root / "archive")
@@ -130,13 +136,18 @@ def load_lexicon(*, wait: bool = True) -> Lexicon | None:
     """The process-wide Chinese↔English lexicon: its SQLite cache file, built in a background
     thread the first time on a machine (``wait=False``: ``None`` until it is ready); ``None``
     when the dictionary is not installed. See
-    :func:`hermes.storage.sqlite.lexicon.load_lexicon`."""
-    return sqlite_lexicon.load_lexicon(wait=wait)
+    :func:`hermes.storage.sqlite.lexicon.load_lexicon` (imported here: see
+    :func:`open_tool_memory_backends`)."""
+    from hermes.storage.sqlite.lexicon import load_lexicon as load
+
+    return load(wait=wait)
 
 
 def lexicon_building() -> bool:
     """Whether this process is building the lexicon's cache file now."""
-    return sqlite_lexicon.lexicon_building()
+    from hermes.storage.sqlite.lexicon import lexicon_building as building
+
+    return building()
 
 
 # -- end of the lexicon's cache file -----------------------------------------------------------
