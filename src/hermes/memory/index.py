@@ -167,8 +167,8 @@ class ToolCallIndex(Protocol):
     checks it on each one of ``tests/storage/backends.py``):
 
     - **Writing.** ``record(call)`` stores one call durably (committed when it returns) and
-      returns its id: an integer, unique in the index, rising in the order of the commits
-      (queries break timestamp ties by id). ``record_many(calls)`` stores several in one
+      returns its id: an integer, unique among the records held, rising in the order of the
+      commits (queries break timestamp ties by id). ``record_many(calls)`` stores several in one
       transaction — all or none — and returns their ids in order (``[]`` for none). Both check
       the call with :func:`record_values` first and raise :class:`InvalidRecordError` (or
       ``NotJSONSafeError`` for metadata without a JSON form) naming the field, storing
