@@ -1,6 +1,8 @@
 """Fixtures of the conformance suites: ``backend``/``store`` run a test on every store backend,
 ``locks_backend``/``make_locks`` on every ``SessionLocks``, ``memory_backend``/``memory_store``
-on every backend of the memory protocols (``tests.storage.backends``)."""
+on every backend of the memory protocols, ``tool_calls_backend``/``tool_calls`` on every
+tool-call index, ``archive_backend``/``archive`` on every L3 archive
+(``tests.storage.backends``)."""
 
 from __future__ import annotations
 
@@ -10,15 +12,21 @@ from pathlib import Path
 
 import pytest
 
+from hermes.memory.archive import Archive
+from hermes.memory.index import ToolCallIndex
 from hermes.memory.longterm import MemoryStore
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from tests.storage.backends import (
+    ARCHIVE_BACKENDS,
     LOCKS_BACKENDS,
     MEMORY_BACKENDS,
     STORE_BACKENDS,
+    TOOL_CALL_INDEX_BACKENDS,
+    ArchiveBackend,
     Backend,
     MemoryBackend,
+    ToolCallIndexBackend,
 )
 
 LocksFactory = Callable[[], SessionLocks]
@@ -56,3 +64,31 @@ async def memory_store(memory_backend: MemoryBackend) -> AsyncIterator[MemorySto
     opened = memory_backend.open()
     yield opened
     await opened.close()
+
+
+# -- tool-call records and archive -----------------------------------------------------------
+
+
+@pytest.fixture(params=sorted(TOOL_CALL_INDEX_BACKENDS))
+def tool_calls_backend(request: pytest.FixtureRequest, tmp_path: Path) -> ToolCallIndexBackend:
+    return TOOL_CALL_INDEX_BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+async def tool_calls(tool_calls_backend: ToolCallIndexBackend) -> AsyncIterator[ToolCallIndex]:
+    opened = tool_calls_backend.open()
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture(params=sorted(ARCHIVE_BACKENDS))
+def archive_backend(request: pytest.FixtureRequest, tmp_path: Path) -> ArchiveBackend:
+    return ARCHIVE_BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+def archive(archive_backend: ArchiveBackend) -> Archive:
+    return archive_backend.open()
+
+
+# -- end of tool-call records and archive ------------------------------------------------------
