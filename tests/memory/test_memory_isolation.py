@@ -21,14 +21,15 @@ from hypothesis import strategies as st
 from hermes.errors import InvalidInputError
 from hermes.memory.facade import Memory, run_scheduled_upkeep
 from hermes.memory.hashing import content_hash
-from hermes.memory.keywords import idf, rebuild_user_stats
-from hermes.memory.longterm import MemoryStore
+from hermes.memory.keywords import idf
 from hermes.memory.recall import recall
 from hermes.memory.records import MemoryDraft, validate_content
 from hermes.memory.step import MemoryStep
 from hermes.memory.tiers import ToolMemory, tool_fingerprint
 from hermes.memory.upkeep import UpkeepPolicy, run_tool_upkeep
 from hermes.models.base import ToolCall
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
+from hermes.storage.sqlite.memory_fts import rebuild_user_stats
 from hermes.tools import ToolContext, ToolRegistry, tool
 from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.policies import PolicyState
@@ -72,7 +73,7 @@ async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
 
 async def test_concurrent_remember_of_one_text_writes_one_memory(tmp_path: Path) -> None:
     embedder = GatedEmbedder()
-    store = MemoryStore(tmp_path / "m.db", embedder=embedder)
+    store = SQLiteMemoryStore(tmp_path / "m.db", embedder=embedder)
     memory = Memory(store, None)
     try:
         first = asyncio.ensure_future(memory.remember("u1", "我喜欢喝乌龙茶", kind="preference"))
@@ -93,7 +94,7 @@ async def test_the_store_dedupes_inside_its_write_transaction(tmp_path: Path) ->
     """Two writers that both passed the pre-check (the barrier proves it) still write one
     memory: the second finds the first inside its transaction (two processes, no lock)."""
     embedder = GatedEmbedder(parties=2)
-    store = MemoryStore(tmp_path / "m.db", embedder=embedder)
+    store = SQLiteMemoryStore(tmp_path / "m.db", embedder=embedder)
     try:
         tasks = [
             asyncio.ensure_future(store.add_unique("u1", [MemoryDraft("I like tea")]))
@@ -116,7 +117,7 @@ async def test_the_store_dedupes_inside_its_write_transaction(tmp_path: Path) ->
 
 
 async def test_a_batch_with_a_repeated_text_writes_it_once(tmp_path: Path) -> None:
-    store = MemoryStore(tmp_path / "m.db", embedder=FakeEmbedder())
+    store = SQLiteMemoryStore(tmp_path / "m.db", embedder=FakeEmbedder())
     try:
         written = await store.add_unique("u1", [MemoryDraft("a b c"), MemoryDraft("a b c ")])
         assert [created for _, created in written] == [True, False]
@@ -291,7 +292,7 @@ async def test_scheduled_upkeep_prunes_the_tool_tiers_too(tmp_path: Path) -> Non
 
 
 async def test_other_users_memories_change_neither_scores_nor_recall(tmp_path: Path) -> None:
-    store = MemoryStore(tmp_path / "m.db", embedder=None)
+    store = SQLiteMemoryStore(tmp_path / "m.db", embedder=None)
     try:
         await store.add("bob", "I drink green tea every morning", kind="preference")
         await store.add("bob", "我每天早上喝绿茶", kind="preference")
@@ -318,7 +319,7 @@ async def test_other_users_memories_change_neither_scores_nor_recall(tmp_path: P
 
 
 async def test_user_statistics_follow_every_write_and_match_a_rebuild(tmp_path: Path) -> None:
-    store = MemoryStore(tmp_path / "m.db", embedder=None)
+    store = SQLiteMemoryStore(tmp_path / "m.db", embedder=None)
     try:
         a = await store.add("u1", "I like tea and tea cakes", topic="food")
         await store.add("u1", "我喜欢喝绿茶")
@@ -349,7 +350,7 @@ async def test_user_statistics_follow_every_write_and_match_a_rebuild(tmp_path: 
 
 async def test_a_version_2_database_gets_its_statistics_on_opening(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    store = MemoryStore(path, embedder=None)
+    store = SQLiteMemoryStore(path, embedder=None)
     await store.add("u1", "I like oolong tea")
     await store.add("u2", "oolong")
     await store.close()
@@ -361,7 +362,7 @@ async def test_a_version_2_database_gets_its_statistics_on_opening(tmp_path: Pat
         "chars INTEGER); UPDATE memory_schema SET version = 2;"
     )
     conn.close()
-    store = MemoryStore(path, embedder=None)
+    store = SQLiteMemoryStore(path, embedder=None)
     try:
         hits = await store.search("u1", "oolong")
         assert len(hits) == 1
@@ -382,7 +383,7 @@ def test_idf_is_always_positive_and_falls_with_document_count(total: int, docs: 
 
 
 async def test_a_tiny_memory_set_scores_sensibly(tmp_path: Path) -> None:
-    store = MemoryStore(tmp_path / "m.db", embedder=None)
+    store = SQLiteMemoryStore(tmp_path / "m.db", embedder=None)
     try:
         await store.add("u1", "I like tea")
         await store.add("u1", "I like tea with lemon")

@@ -6,9 +6,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from hermes.memory.keywords import owner_token, rebuild_user_stats
-from hermes.memory.longterm import MemoryStore
+from hermes.memory.keywords import owner_token
 from hermes.memory.recall import recall
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
+from hermes.storage.sqlite.memory_fts import rebuild_user_stats
 
 
 def as_schema_3(path: Path) -> None:
@@ -36,13 +37,13 @@ async def test_a_store_of_the_previous_version_opens_and_finds_memories_by_kind(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "memory.db"
-    store = MemoryStore(path, embedder=None)
+    store = SQLiteMemoryStore(path, embedder=None)
     await store.add("u1", "The user's order id is ORD-58213.", explicit=True)
     await store.add("u1", "用户住在上海市浦东新区。")
     await store.add("u2", "The user's order id is ORD-11111.")
     await store.close()
     as_schema_3(path)
-    opened = MemoryStore(path, embedder=None)  # opening migrates
+    opened = SQLiteMemoryStore(path, embedder=None)  # opening migrates
     await opened.close()
     conn = sqlite3.connect(path)
     (version,) = conn.execute("SELECT version FROM memory_schema").fetchone()
@@ -54,7 +55,7 @@ async def test_a_store_of_the_previous_version_opens_and_finds_memories_by_kind(
     assert stats == sorted(conn.execute("SELECT * FROM memory_user_stats").fetchall())
     assert terms == sorted(conn.execute("SELECT * FROM memory_user_terms").fetchall())
     conn.close()
-    async with MemoryStore(path, embedder=None) as migrated:
+    async with SQLiteMemoryStore(path, embedder=None) as migrated:
         shipped = await recall(migrated, "u1", "has my package shipped yet?", force=True)
         assert [h.record.content for h in shipped.hits] == ["The user's order id is ORD-58213."]
         home = await recall(migrated, "u1", "我住哪", force=True)

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from hermes.memory.longterm import MemoryStore
+from hermes.memory.store import MemoryStore
 from hermes.session.locks import LocalSessionLocks, SessionLocks
 from hermes.session.store import Store
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
 from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.storage.sqlite.sessions import SQLiteStore
 
@@ -108,8 +109,9 @@ LOCKS_BACKENDS: dict[str, Callable[[Path], LocksBackend]] = {
 
 
 class MemoryBackend(Protocol):
-    """A long-term memory store (``hermes.memory.longterm.MemoryStore``, keyword search only:
-    no embedder, no lexicon) on one test's storage; ``open()`` again reopens it (``durable``)."""
+    """A long-term memory store (the ``hermes.memory.store.MemoryStore`` protocol, which is also
+    the ``HabitStore``; keyword search only: no embedder, no lexicon) on one test's storage;
+    ``open()`` again reopens it (``durable``)."""
 
     name: str
     durable: bool
@@ -124,7 +126,7 @@ class SQLiteMemoryFile:
     durable: bool = True
 
     def open(self) -> MemoryStore:
-        return MemoryStore(self.path, embedder=None, lexicon=None)
+        return SQLiteMemoryStore(self.path, embedder=None, lexicon=None)
 
 
 @dataclass
@@ -133,10 +135,11 @@ class SQLiteMemoryInMemory:
     durable: bool = False
 
     def open(self) -> MemoryStore:
-        return MemoryStore(":memory:", embedder=None, lexicon=None)
+        return SQLiteMemoryStore(":memory:", embedder=None, lexicon=None)
 
 
-#: The backends of the memory protocols (``hermes.memory.habits.HabitStore`` today).
+#: The backends of the memory protocols (``hermes.memory.store.MemoryStore`` and its
+#: ``hermes.memory.habits.HabitStore`` side).
 MEMORY_BACKENDS: dict[str, Callable[[Path], MemoryBackend]] = {
     "sqlite-file": lambda tmp_path: SQLiteMemoryFile(tmp_path / "memory.db"),
     "sqlite-memory": lambda tmp_path: SQLiteMemoryInMemory(),

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from hermes.storage import open as storage_open
+
+if TYPE_CHECKING:
+    from hermes.memory.embed import Embedder
+    from hermes.memory.lexicon import Lexicon
+    from hermes.memory.store import MemoryStore
 
 
 def open_store(
@@ -42,3 +48,19 @@ def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None
 
     See :func:`hermes.storage.open.check_store_backend`."""
     storage_open.check_store_backend(spec, file=file)
+
+
+# -- long-term memories --
+
+
+def open_memory_store(
+    spec: str | os.PathLike[str],
+    *,
+    embedder: Embedder | Literal["auto"] | None = "auto",
+    lexicon: Lexicon | Literal["auto"] | None = "auto",
+) -> MemoryStore:
+    """The long-term memory store on ``spec`` (a ``memory.db`` path or ``":memory:"``): what
+    ``Memory.open`` and ``hermes.memory.open.open_memory_store`` ask for (they import this
+    inside the function: memory/ never imports storage/). ``embedder`` and ``lexicon`` as for
+    :func:`hermes.storage.open.open_memory_store`."""
+    return storage_open.open_memory_store(spec, embedder=embedder, lexicon=lexicon)

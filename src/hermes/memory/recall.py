@@ -39,8 +39,8 @@ from typing import Literal
 
 from hermes.memory.concepts import concepts_of
 from hermes.memory.keywords import query_tokens
-from hermes.memory.longterm import MemoryStore
 from hermes.memory.records import MemoryHit, MemoryKind, SearchFilter
+from hermes.memory.store import MemoryStore
 from hermes.models.memory_notes import BLOCK_HEADER
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id

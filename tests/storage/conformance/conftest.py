@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes.memory.longterm import MemoryStore
+from hermes.memory.store import MemoryStore
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from tests.storage.backends import (
