@@ -1,8 +1,10 @@
-"""Shared pieces of the memory tests: a deterministic embedder and long-term stores."""
+"""Shared pieces of the memory tests: deterministic embedders (also used by the MemoryStore
+conformance suite, ``tests/storage/conformance/test_memory_store.py``) and long-term stores."""
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,9 @@ from hermes.memory.facade import Memory
 from hermes.memory.keywords import tokenize
 from hermes.storage.sqlite.memories import SQLiteMemoryStore
 from hermes.testing import FunctionModel
+
+#: Seconds a test waits for a worker thread before it fails (never reached).
+WAIT = 5.0
 
 
 class FakeEmbedder:
@@ -51,6 +56,34 @@ class FakeEmbedder:
         import numpy
 
         return numpy.clip(matrix @ query.vector, 0.0, 1.0).astype(numpy.float32)
+
+
+class GatedEmbedder(FakeEmbedder):
+    """Blocks every ``embed_passages`` call until ``release`` is set; ``parties`` calls must
+    all be inside before any may go on (so concurrent writers are provably in the same
+    place: past their duplicate pre-check, before their insert)."""
+
+    def __init__(self, parties: int = 1) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.calls = 0
+        self._barrier = threading.Barrier(parties, timeout=WAIT)
+
+    def embed_passages(self, texts: Sequence[str]) -> tuple[Any, Any]:
+        self.calls += 1
+        self.entered.set()
+        self._barrier.wait()
+        assert self.release.wait(WAIT), "the test never released the embedder"
+        return super().embed_passages(texts)
+
+
+class FailingEmbedder(FakeEmbedder):
+    def embed_passages(self, texts: Sequence[str]) -> tuple[Any, Any]:
+        raise RuntimeError("engine crashed")
+
+    def embed_query(self, text: str) -> QueryVector:
+        raise RuntimeError("engine crashed")
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ with the real multilingual embedder (skipped without the ``hermes[semantic]`` ex
 from __future__ import annotations
 
 import importlib.util
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from hermes.memory.upkeep import (
     run_upkeep,
 )
 from hermes.storage.sqlite.memories import SQLiteMemoryStore
-from hermes.storage.sqlite.memory_schema import MIGRATIONS
 
 DAY = 86_400.0
 T0 = 1_750_000_000.0
@@ -339,24 +337,6 @@ async def test_bad_arguments_are_refused(store: SQLiteMemoryStore):
         await run_upkeep(store, user_id="no such user!")
     with pytest.raises(InvalidInputError):
         await run_upkeep(store, policy=UpkeepPolicy(batch_size=0))
-
-
-async def test_a_version_1_database_is_migrated_with_events_episodic(tmp_path: Path):
-    path = tmp_path / "old.db"
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE memory_schema (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)")
-    for statement in MIGRATIONS[0]:
-        conn.execute(statement)
-    conn.execute("INSERT INTO memory_schema VALUES (1, 1)")
-    conn.execute(
-        "INSERT INTO memories (id, user_id, kind, content, confidence, created_at, updated_at) "
-        "VALUES ('m-old', 'u1', 'event', 'met Anna', 1.0, 0, 0)"
-    )
-    conn.commit()
-    conn.close()
-    async with SQLiteMemoryStore(path, embedder=None) as migrated:
-        record = await get(migrated, "u1", "m-old")
-        assert (record.tier, record.explicit, record.subject) == ("episodic", False, None)
 
 
 # -- reading statements ----------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from hermes.memory.store import MemoryStore
 from hermes.session.locks import LocalSessionLocks, SessionLocks
@@ -21,6 +21,9 @@ from hermes.session.store import Store
 from hermes.storage.sqlite.memories import SQLiteMemoryStore
 from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.storage.sqlite.sessions import SQLiteStore
+
+if TYPE_CHECKING:
+    from hermes.memory.embed import Embedder
 
 
 class Backend(Protocol):
@@ -111,12 +114,13 @@ LOCKS_BACKENDS: dict[str, Callable[[Path], LocksBackend]] = {
 class MemoryBackend(Protocol):
     """A long-term memory store (the ``hermes.memory.store.MemoryStore`` protocol, which is also
     the ``HabitStore``; keyword search only: no embedder, no lexicon) on one test's storage;
-    ``open()`` again reopens it (``durable``)."""
+    ``open()`` again reopens it (``durable``). ``embedder`` turns vector search on (the
+    conformance suite hands in a deterministic one)."""
 
     name: str
     durable: bool
 
-    def open(self) -> MemoryStore: ...
+    def open(self, *, embedder: Embedder | None = None) -> MemoryStore: ...
 
 
 @dataclass
@@ -125,8 +129,8 @@ class SQLiteMemoryFile:
     name: str = "sqlite-file"
     durable: bool = True
 
-    def open(self) -> MemoryStore:
-        return SQLiteMemoryStore(self.path, embedder=None, lexicon=None)
+    def open(self, *, embedder: Embedder | None = None) -> MemoryStore:
+        return SQLiteMemoryStore(self.path, embedder=embedder, lexicon=None)
 
 
 @dataclass
@@ -134,8 +138,8 @@ class SQLiteMemoryInMemory:
     name: str = "sqlite-memory"
     durable: bool = False
 
-    def open(self) -> MemoryStore:
-        return SQLiteMemoryStore(":memory:", embedder=None, lexicon=None)
+    def open(self, *, embedder: Embedder | None = None) -> MemoryStore:
+        return SQLiteMemoryStore(":memory:", embedder=embedder, lexicon=None)
 
 
 #: The backends of the memory protocols (``hermes.memory.store.MemoryStore`` and its
