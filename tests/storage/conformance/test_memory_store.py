@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import multiprocessing
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -460,6 +461,58 @@ async def test_the_store_dedupes_inside_its_write_transaction(
         assert other.user_id == "u2"
     finally:
         await memory_store.close()
+
+
+def _write_in_a_process(backend: MemoryBackend, texts: list[str], start: Any, out: Any) -> None:
+    """A child process: open the backend, wait for the other writer, write ``texts`` one by one
+    with the duplicate check, put the ``created`` flags in ``out``."""
+
+    async def write() -> list[bool]:
+        store = backend.open()
+        try:
+            start.wait(WAIT * 6)
+            flags = []
+            for text in texts:
+                ((_, created),) = await store.add_unique("alice", [MemoryDraft(text)])
+                flags.append(created)
+            return flags
+        finally:
+            await store.close()
+
+    out.put(asyncio.run(write()))
+
+
+async def test_two_processes_writing_the_same_texts_store_each_once(
+    memory_backend: MemoryBackend,
+) -> None:
+    """Two workers on one store (no shared lock, no shared memory) write the same 30 texts at
+    the same time: each is stored once, and exactly one of the two was told it created it."""
+    _durable(memory_backend)
+    await memory_backend.open().close()  # the schema exists, as on a running deployment
+    spawn = multiprocessing.get_context("spawn")
+    texts = [f"likes tea number {i} 喜欢第{i}种茶" for i in range(30)]
+    start, out = spawn.Barrier(2), spawn.Queue()
+    writers = [
+        spawn.Process(target=_write_in_a_process, args=(memory_backend, texts, start, out))
+        for _ in range(2)
+    ]
+    for writer in writers:
+        writer.start()
+    try:
+        flags = [await asyncio.to_thread(out.get, True, WAIT * 12) for _ in writers]
+    finally:
+        for writer in writers:
+            await asyncio.to_thread(writer.join, WAIT * 2)
+            if writer.is_alive():
+                writer.kill()
+    assert [a + b for a, b in zip(*flags, strict=True)] == [1] * len(texts)
+    store = memory_backend.open()
+    try:
+        assert await store.count("alice") == len(texts)
+        for text in texts[:3]:
+            assert await store.find_exact("alice", text) is not None
+    finally:
+        await store.close()
 
 
 async def test_a_batch_with_a_repeated_text_writes_it_once(memory_backend: MemoryBackend) -> None:
