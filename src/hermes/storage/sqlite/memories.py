@@ -557,8 +557,9 @@ class SQLiteMemoryStore(SQLiteWorker):
         **kwargs: P.kwargs,
     ) -> T:
         """Run ``fn(conn, ...)`` on this store's connection (the caller's thread when that
-        cannot block, else the worker); for the memory package's own jobs (the upkeep job).
-        ``fn`` must scope every statement by user, write in ``write_transaction`` and call
+        cannot block, else the worker): SQLite's own maintenance and its tests, not part of
+        the ``MemoryStore`` protocol (the upkeep job uses the ``upkeep_*`` methods). ``fn``
+        must scope every statement by user, write in ``write_transaction`` and call
         ``bump_user_version`` for each user whose active memories it changes."""
         return await self._run(action, fn, *args, **kwargs)
 
