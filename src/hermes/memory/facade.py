@@ -347,7 +347,7 @@ class Memory:
 
     async def existing(self, user_id: str, content: str) -> MemoryRecord | None:
         """The user's active memory with exactly this content (stripped), if any (no
-        duplicates are written: the same preference said twice is one memory). An exact SQL
+        duplicates are written: the same preference said twice is one memory). An exact
         comparison, not a keyword search: text without search terms (emoji) matches too."""
         if self.store is None:
             return None
