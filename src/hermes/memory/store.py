@@ -221,8 +221,9 @@ class MemoryStore(HabitStore, Protocol):
         offset: int = 0,
         now: float | None = None,
     ) -> builtins.list[MemoryRecord]:
-        """The user's memories, newest first (the latest written first; superseded and
-        expired ones too unless ``include_inactive`` is False); at most ``limit``."""
+        """The user's memories, newest first (by creation time, then the latest written;
+        superseded and expired ones too unless ``include_inactive`` is False), ``kind`` only
+        when given, at most ``limit`` after skipping ``offset``."""
         ...
 
     async def count(self, user_id: str) -> int:
