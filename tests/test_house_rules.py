@@ -46,19 +46,11 @@ COMPOSITION_ROOT = "hermes.agent.compose"
 _SHIM = "re-export of a moved module for the SQLite code that has not moved into storage/ yet"
 #: Modules outside ``hermes.storage`` importing it, besides the composition root.
 KNOWN_STORAGE_IMPORTERS: dict[str, str] = {
-    "hermes.sqlite_support": _SHIM + " (memory/*, the idempotency keys, notes)",
-    "hermes.session.migrations": _SHIM + " (memory/longterm_schema.py)",
-    "hermes.session.open": _SHIM + " (memory/open.py: check_store_backend)",
+    "hermes.sqlite_support": _SHIM + " (the idempotency keys, notes)",
 }
 _NOT_MOVED = "SQLite code still beside its concept; it moves into storage/sqlite/"
 #: Modules outside ``hermes.storage`` importing ``sqlite3``.
 KNOWN_SQLITE3_IMPORTERS: dict[str, str] = {
-    "hermes.memory.keywords": _NOT_MOVED + " (the FTS keyword search)",
-    "hermes.memory.longterm": _NOT_MOVED + " (the MemoryStore)",
-    "hermes.memory.longterm_schema": _NOT_MOVED + " (the memory tables' schema)",
-    "hermes.memory.longterm_sql": _NOT_MOVED + " (the memory queries)",
-    "hermes.memory.supersede": _NOT_MOVED + " (superseding memories)",
-    "hermes.memory.upkeep_sql": _NOT_MOVED + " (upkeep keeps the rules, loses the SQL)",
     "hermes.tools.builtin.notes": _NOT_MOVED + " (notes/todos, their own file)",
     "hermes.tools.policies.idempotency": _NOT_MOVED + " (the idempotency keys)",
 }

@@ -1,8 +1,10 @@
-"""Shared pieces of the memory tests: a deterministic embedder and long-term stores."""
+"""Shared pieces of the memory tests: deterministic embedders (also used by the MemoryStore
+conformance suite, ``tests/storage/conformance/test_memory_store.py``) and long-term stores."""
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,8 +15,11 @@ from hermes import Agent
 from hermes.memory.embed import QueryVector
 from hermes.memory.facade import Memory
 from hermes.memory.keywords import tokenize
-from hermes.memory.longterm import MemoryStore
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
 from hermes.testing import FunctionModel
+
+#: Seconds a test waits for a worker thread before it fails (never reached).
+WAIT = 5.0
 
 
 class FakeEmbedder:
@@ -53,9 +58,37 @@ class FakeEmbedder:
         return numpy.clip(matrix @ query.vector, 0.0, 1.0).astype(numpy.float32)
 
 
+class GatedEmbedder(FakeEmbedder):
+    """Blocks every ``embed_passages`` call until ``release`` is set; ``parties`` calls must
+    all be inside before any may go on (so concurrent writers are provably in the same
+    place: past their duplicate pre-check, before their insert)."""
+
+    def __init__(self, parties: int = 1) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.calls = 0
+        self._barrier = threading.Barrier(parties, timeout=WAIT)
+
+    def embed_passages(self, texts: Sequence[str]) -> tuple[Any, Any]:
+        self.calls += 1
+        self.entered.set()
+        self._barrier.wait()
+        assert self.release.wait(WAIT), "the test never released the embedder"
+        return super().embed_passages(texts)
+
+
+class FailingEmbedder(FakeEmbedder):
+    def embed_passages(self, texts: Sequence[str]) -> tuple[Any, Any]:
+        raise RuntimeError("engine crashed")
+
+    def embed_query(self, text: str) -> QueryVector:
+        raise RuntimeError("engine crashed")
+
+
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    memory = MemoryStore(tmp_path / "memory.db", embedder=None)
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteMemoryStore]:
+    memory = SQLiteMemoryStore(tmp_path / "memory.db", embedder=None)
     try:
         yield memory
     finally:
@@ -63,9 +96,9 @@ async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
 
 
 @pytest.fixture
-async def vector_store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
+async def vector_store(tmp_path: Path) -> AsyncIterator[SQLiteMemoryStore]:
     pytest.importorskip("numpy")
-    memory = MemoryStore(tmp_path / "memory.db", embedder=FakeEmbedder())
+    memory = SQLiteMemoryStore(tmp_path / "memory.db", embedder=FakeEmbedder())
     try:
         yield memory
     finally:

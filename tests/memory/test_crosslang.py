@@ -22,8 +22,8 @@ from hermes.memory.keywords import (
     query_tokens,
 )
 from hermes.memory.lexicon import Lexicon, TableLexicon, parse_cedict
-from hermes.memory.longterm import MemoryStore
 from hermes.memory.open import open_memory_store
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
 
 ENTRIES = """\
 貓 猫 [mao1] /cat/
@@ -106,7 +106,7 @@ def test_any_query_runs_in_fts5_and_finds_only_the_owners_positive_hits(
     tmp_path: Path, lexicon: Lexicon, query: str
 ):
     async def check() -> None:
-        store = MemoryStore(tmp_path / "any.db", embedder=None, lexicon=lexicon)
+        store = SQLiteMemoryStore(tmp_path / "any.db", embedder=None, lexicon=lexicon)
         try:
             if await store.count("alice") == 0:
                 await store.add("alice", '我住在城市里，养了一只猫 "*NEAR 😀')
@@ -197,8 +197,8 @@ def test_candidates_include_the_translations():
 # -- stores --------------------------------------------------------------------------------
 
 
-async def _store(path: Path, lexicon: Lexicon | None) -> MemoryStore:
-    store = MemoryStore(path, embedder=None, lexicon=lexicon)
+async def _store(path: Path, lexicon: Lexicon | None) -> SQLiteMemoryStore:
+    store = SQLiteMemoryStore(path, embedder=None, lexicon=lexicon)
     await store.add("alice", "Is allergic to peanuts.")
     await store.add("alice", "Has a dog named Biscuit.")
     await store.add("wang", "养了一只橘猫，名字叫大橘")
@@ -226,7 +226,7 @@ async def test_keyword_search_finds_memories_in_the_other_language(
 async def test_a_rare_translation_never_outranks_a_common_word_itself(
     tmp_path: Path, lexicon: Lexicon
 ):
-    store = MemoryStore(tmp_path / "m.db", embedder=None, lexicon=lexicon)
+    store = SQLiteMemoryStore(tmp_path / "m.db", embedder=None, lexicon=lexicon)
     try:
         for i in range(30):  # "coffee" is common for this user, 咖啡 rare
             await store.add("u", f"I drink coffee with note {i}")

@@ -96,6 +96,12 @@ def test_the_cli_memory_commands_go_through_memory_not_the_store() -> None:
         for node in ast.walk(tree)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
     }
-    store_only = {"hermes.memory.longterm", "hermes.memory.recall", "run_upkeep", "select_hits"}
+    store_only = {
+        "hermes.memory.store",
+        "hermes.storage.sqlite.memories",
+        "hermes.memory.recall",
+        "run_upkeep",
+        "select_hits",
+    }
     assert sorted(imported & store_only) == []
     assert sorted(called & {"add_unique", "delete_all", "find_exact"}) == []

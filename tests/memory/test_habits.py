@@ -141,9 +141,9 @@ async def test_a_store_in_memory_keeps_habits_too() -> None:
     # The long-term store keeps the counts (its HabitStore side), so a ":memory:" store
     # counts habits like a file does (the facade's own table once needed a directory).
     from hermes.memory.facade import Memory
-    from hermes.memory.longterm import MemoryStore
+    from hermes.storage.sqlite.memories import SQLiteMemoryStore
 
-    memory = Memory(MemoryStore(":memory:", embedder=None, lexicon=None), habits=True)
+    memory = Memory(SQLiteMemoryStore(":memory:", embedder=None, lexicon=None), habits=True)
     try:
         for _ in range(4):
             await memory.learn("u1", "", calls=[("get_weather", {"city": "上海"}, True)])

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
-import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,41 +19,20 @@ from hypothesis import strategies as st
 from hermes.errors import InvalidInputError
 from hermes.memory.facade import Memory, run_scheduled_upkeep
 from hermes.memory.hashing import content_hash
-from hermes.memory.keywords import idf, rebuild_user_stats
-from hermes.memory.longterm import MemoryStore
-from hermes.memory.recall import recall
-from hermes.memory.records import MemoryDraft, validate_content
+from hermes.memory.keywords import idf
+from hermes.memory.records import validate_content
 from hermes.memory.step import MemoryStep
 from hermes.memory.tiers import ToolMemory, tool_fingerprint
 from hermes.memory.upkeep import UpkeepPolicy, run_tool_upkeep
 from hermes.models.base import ToolCall
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
 from hermes.tools import ToolContext, ToolRegistry, tool
 from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.policies import PolicyState
-from tests.memory.conftest import FakeEmbedder
+from tests.memory.conftest import GatedEmbedder
 
 DAY = 86_400.0
 WAIT = 5.0  # seconds a test waits for a worker thread before it fails (never reached)
-
-
-class GatedEmbedder(FakeEmbedder):
-    """Blocks every ``embed_passages`` call until ``release`` is set; ``parties`` calls must
-    all be inside before any may go on (so concurrent writers are provably in the same
-    place: past their duplicate pre-check, before their insert)."""
-
-    def __init__(self, parties: int = 1) -> None:
-        super().__init__()
-        self.entered = threading.Event()
-        self.release = threading.Event()
-        self.calls = 0
-        self._barrier = threading.Barrier(parties, timeout=WAIT)
-
-    def embed_passages(self, texts: Sequence[str]) -> tuple[Any, Any]:
-        self.calls += 1
-        self.entered.set()
-        self._barrier.wait()
-        assert self.release.wait(WAIT), "the test never released the embedder"
-        return super().embed_passages(texts)
 
 
 @pytest.fixture
@@ -72,7 +49,7 @@ async def memory(tmp_path: Path) -> AsyncIterator[Memory]:
 
 async def test_concurrent_remember_of_one_text_writes_one_memory(tmp_path: Path) -> None:
     embedder = GatedEmbedder()
-    store = MemoryStore(tmp_path / "m.db", embedder=embedder)
+    store = SQLiteMemoryStore(tmp_path / "m.db", embedder=embedder)
     memory = Memory(store, None)
     try:
         first = asyncio.ensure_future(memory.remember("u1", "我喜欢喝乌龙茶", kind="preference"))
@@ -87,44 +64,6 @@ async def test_concurrent_remember_of_one_text_writes_one_memory(tmp_path: Path)
         assert await store.count("u1") == 1
     finally:
         await memory.aclose()
-
-
-async def test_the_store_dedupes_inside_its_write_transaction(tmp_path: Path) -> None:
-    """Two writers that both passed the pre-check (the barrier proves it) still write one
-    memory: the second finds the first inside its transaction (two processes, no lock)."""
-    embedder = GatedEmbedder(parties=2)
-    store = MemoryStore(tmp_path / "m.db", embedder=embedder)
-    try:
-        tasks = [
-            asyncio.ensure_future(store.add_unique("u1", [MemoryDraft("I like tea")]))
-            for _ in range(2)
-        ]
-        assert await asyncio.to_thread(embedder.entered.wait, WAIT)
-        embedder.release.set()
-        results = await asyncio.gather(*tasks)
-        assert embedder.calls == 2
-        written = [pair for (pair,) in results]
-        assert sorted(created for _, created in written) == [False, True]
-        assert written[0][0].id == written[1][0].id
-        assert await store.count("u1") == 1
-        # another user's identical text is theirs, not a duplicate
-        ((other, created),) = await store.add_unique("u2", [MemoryDraft("I like tea")])
-        assert created
-        assert other.user_id == "u2"
-    finally:
-        await store.close()
-
-
-async def test_a_batch_with_a_repeated_text_writes_it_once(tmp_path: Path) -> None:
-    store = MemoryStore(tmp_path / "m.db", embedder=FakeEmbedder())
-    try:
-        written = await store.add_unique("u1", [MemoryDraft("a b c"), MemoryDraft("a b c ")])
-        assert [created for _, created in written] == [True, False]
-        assert await store.count("u1") == 1
-        hits = await store.search("u1", "a b c")
-        assert [h.record.id for h in hits] == [written[0][0].id]
-    finally:
-        await store.close()
 
 
 async def test_concurrent_learning_of_one_sentence_writes_one_memory(memory: Memory) -> None:
@@ -288,89 +227,8 @@ async def test_scheduled_upkeep_prunes_the_tool_tiers_too(tmp_path: Path) -> Non
 
 
 # -- B5: one user's memories never change another's search -----------------------------------
-
-
-async def test_other_users_memories_change_neither_scores_nor_recall(tmp_path: Path) -> None:
-    store = MemoryStore(tmp_path / "m.db", embedder=None)
-    try:
-        await store.add("bob", "I drink green tea every morning", kind="preference")
-        await store.add("bob", "我每天早上喝绿茶", kind="preference")
-        queries = ["what tea do I usually drink", "我平时喝什么茶", "green tea or coffee", "tea"]
-
-        async def observe() -> list[tuple[list[float], int]]:
-            seen = []
-            for q in queries:
-                hits = await store.search("bob", q)
-                recalled = await recall(store, "bob", q, force=True)
-                seen.append(([round(h.score, 9) for h in hits], len(recalled.hits)))
-            return seen
-
-        before = await observe()
-        await store.add_many(
-            "alice", [MemoryDraft(f"tea green drink morning 茶 喝 早上 {i}") for i in range(400)]
-        )
-        assert await observe() == before
-        await store.delete_all("alice")
-        assert await observe() == before
-        assert before[0][1] == 2  # bob's own tea memories, in both languages (their kind: tea)
-    finally:
-        await store.close()
-
-
-async def test_user_statistics_follow_every_write_and_match_a_rebuild(tmp_path: Path) -> None:
-    store = MemoryStore(tmp_path / "m.db", embedder=None)
-    try:
-        a = await store.add("u1", "I like tea and tea cakes", topic="food")
-        await store.add("u1", "我喜欢喝绿茶")
-        await store.add("u2", "tea")
-        await store.update("u1", a.id, content="I like coffee")
-        await store.forget("u2", (await store.list("u2"))[0].id)
-
-        def snapshot(conn: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
-            stats = conn.execute("SELECT * FROM memory_user_stats ORDER BY user_id").fetchall()
-            terms = conn.execute("SELECT * FROM memory_user_terms ORDER BY 1, 2").fetchall()
-            return stats, terms
-
-        def rebuilt(conn: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
-            conn.execute("BEGIN IMMEDIATE")
-            rebuild_user_stats(conn)
-            found = snapshot(conn)
-            conn.execute("ROLLBACK")
-            return found
-
-        kept = await store.run_blocking("test", snapshot)
-        assert kept == await store.run_blocking("test", rebuilt)
-        assert [row[0] for row in kept[0]] == ["u1"]  # u2 has no memory left: no stats row
-        assert ("u1", "tea", 1) not in kept[1]  # "tea" left with the update
-        assert ("u1", "coffee", 1) in kept[1]
-    finally:
-        await store.close()
-
-
-async def test_a_version_2_database_gets_its_statistics_on_opening(tmp_path: Path) -> None:
-    path = tmp_path / "m.db"
-    store = MemoryStore(path, embedder=None)
-    await store.add("u1", "I like oolong tea")
-    await store.add("u2", "oolong")
-    await store.close()
-    conn = sqlite3.connect(path)
-    conn.executescript(
-        "DROP TABLE memory_user_stats; DROP TABLE memory_user_terms; "
-        "DROP INDEX memories_by_content; "
-        "CREATE TABLE memory_stats (id INTEGER PRIMARY KEY, rows INTEGER, terms INTEGER, "
-        "chars INTEGER); UPDATE memory_schema SET version = 2;"
-    )
-    conn.close()
-    store = MemoryStore(path, embedder=None)
-    try:
-        hits = await store.search("u1", "oolong")
-        assert len(hits) == 1
-        assert hits[0].score == 1.0
-        sql = "SELECT docs FROM memory_user_terms WHERE user_id = 'u1' AND term = 'oolong'"
-        row = await store.run_blocking("test", lambda c: c.execute(sql).fetchone())
-        assert row == (1,)
-    finally:
-        await store.close()
+# (the store's side: tests/storage/conformance/test_memory_store.py and
+# tests/storage/sqlite/test_memories.py)
 
 
 @given(st.integers(0, 10_000), st.integers(0, 10_000))
@@ -379,18 +237,6 @@ def test_idf_is_always_positive_and_falls_with_document_count(total: int, docs: 
     assert idf(total, docs) > 0
     if docs < total:
         assert idf(total, docs) > idf(total, docs + 1)
-
-
-async def test_a_tiny_memory_set_scores_sensibly(tmp_path: Path) -> None:
-    store = MemoryStore(tmp_path / "m.db", embedder=None)
-    try:
-        await store.add("u1", "I like tea")
-        await store.add("u1", "I like tea with lemon")
-        hits = await store.search("u1", "tea lemon")
-        assert [h.record.content for h in hits] == ["I like tea with lemon", "I like tea"]
-        assert hits[0].score > hits[1].score > 0
-    finally:
-        await store.close()
 
 
 # -- SF4: text that is not Unicode ------------------------------------------------------------

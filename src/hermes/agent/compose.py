@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
@@ -19,8 +19,10 @@ from hermes.storage import open as storage_open
 if TYPE_CHECKING:  # memory's protocols, for the annotations only: an agent without memory
     # never loads the memory package (tests/agent/test_turn_memory.py)
     from hermes.memory.archive import Archive
+    from hermes.memory.embed import Embedder
     from hermes.memory.index import ToolCallIndex
     from hermes.memory.lexicon import Lexicon
+    from hermes.memory.store import MemoryStore
 
 
 def open_store(
@@ -82,3 +84,19 @@ def lexicon_building() -> bool:
 
 
 # -- end of the lexicon's cache file -----------------------------------------------------------
+
+
+# -- long-term memories --
+
+
+def open_memory_store(
+    spec: str | os.PathLike[str],
+    *,
+    embedder: Embedder | Literal["auto"] | None = "auto",
+    lexicon: Lexicon | Literal["auto"] | None = "auto",
+) -> MemoryStore:
+    """The long-term memory store on ``spec`` (a ``memory.db`` path or ``":memory:"``): what
+    ``Memory.open`` and ``hermes.memory.open.open_memory_store`` ask for (they import this
+    inside the function: memory/ never imports storage/). ``embedder`` and ``lexicon`` as for
+    :func:`hermes.storage.open.open_memory_store`."""
+    return storage_open.open_memory_store(spec, embedder=embedder, lexicon=lexicon)

@@ -8,7 +8,7 @@
     await agent.aclose()
     await memory.aclose()                               # the caller's object: the caller closes
 
-:class:`Memory` bundles the long-term store (:class:`~hermes.memory.longterm.MemoryStore`), the
+:class:`Memory` bundles the long-term store (:class:`~hermes.memory.store.MemoryStore`), the
 tool-call tiers (:class:`~hermes.memory.tiers.ToolMemory`: L1/L2/L3 and ``cache_ttl`` reuse),
 the extractor that turns what the user said into memories, the recall policy and the switches
 (argument filling, implicit habits). Either store may be ``None``: that part is then off.
@@ -46,10 +46,10 @@ from hermes.memory.extract import (
     RuleExtractor,
 )
 from hermes.memory.habits import HabitCounter, HabitStore
-from hermes.memory.longterm import MemoryStore
 from hermes.memory.recall import DEFAULT_POLICY, RecallPolicy, select_hits
 from hermes.memory.records import MemoryDraft, MemoryHit, MemoryKind, MemoryRecord
 from hermes.memory.step import MemoryStep
+from hermes.memory.store import MemoryStore
 from hermes.memory.tiers import ToolMemory
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id
@@ -163,11 +163,11 @@ class Memory:
         else:
             chosen = extractor
         lexicon: Literal["auto"] | None = "auto" if cross_language else None
-        store = (
-            MemoryStore(root / "memory.db", embedder=embedder, lexicon=lexicon)
-            if long_term
-            else None
-        )
+        store: MemoryStore | None = None
+        if long_term:  # the composition root turns the path into a backend
+            from hermes.agent.compose import open_memory_store
+
+            store = open_memory_store(root / "memory.db", embedder=embedder, lexicon=lexicon)
         try:
             tiers = ToolMemory.open(root) if tool_index else None
         except BaseException:  # clean up, then re-raise unchanged
@@ -347,7 +347,7 @@ class Memory:
 
     async def existing(self, user_id: str, content: str) -> MemoryRecord | None:
         """The user's active memory with exactly this content (stripped), if any (no
-        duplicates are written: the same preference said twice is one memory). An exact SQL
+        duplicates are written: the same preference said twice is one memory). An exact
         comparison, not a keyword search: text without search terms (emoji) matches too."""
         if self.store is None:
             return None

@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 from hermes.errors import ConfigError
-from hermes.memory.longterm import MemoryStore
-from hermes.session.open import check_store_backend
 
 if TYPE_CHECKING:
     from hermes.config import LoadedConfig
     from hermes.memory.embed import Embedder
+    from hermes.memory.store import MemoryStore
 
 __all__ = [
     "MEMORY_DB_NAME",
@@ -51,6 +50,8 @@ def memory_dir(loaded: LoadedConfig, *, store: str | os.PathLike[str] | None = N
     text = raw.strip()
     if text.startswith(_SERVER_SCHEMES):
         # A backend this build lacks is the first thing to say (it would need memory.dir too).
+        from hermes.agent.compose import check_store_backend  # the composition root
+
         check_store_backend(text, file=None if loaded.source is None else str(loaded.source))
         raise ConfigError(
             "the session store is a server, so memory needs a directory of its own: set "
@@ -104,4 +105,7 @@ def open_memory_store(
     config = loaded.config.memory
     chosen = None if config.semantic == "off" else embedder
     lexicon: Literal["auto"] | None = None if config.cross_language == "off" else "auto"
-    return MemoryStore(":memory:" if path is None else path, embedder=chosen, lexicon=lexicon)
+    # The composition root turns the path into a backend (memory/ never imports storage/).
+    from hermes.agent.compose import open_memory_store as open_backend
+
+    return open_backend(":memory:" if path is None else path, embedder=chosen, lexicon=lexicon)

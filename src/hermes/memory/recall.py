@@ -10,9 +10,10 @@ Three steps, each cheap to reason about:
    "run python script" is an instruction, not a question about the user); a memory cue always
    passes.
 2. **Search** — the user's memories only (``MemoryStore.search``: keyword + vector blend), with
-   the recency window in SQL: habits and events must have been updated in the last 30 days;
-   facts and preferences are exempt (seed 001 §5.1 keeps long-term preferences as semantic
-   memory, "weeks to permanent"; a changed preference is handled by ``supersede``, not by age).
+   the recency window applied by the store (a ``SearchFilter``): habits and events must have
+   been updated in the last 30 days; facts and preferences are exempt (seed 001 §5.1 keeps
+   long-term preferences as semantic memory, "weeks to permanent"; a changed preference is
+   handled by ``supersede``, not by age).
    Superseded and expired memories are never candidates.
 3. **Select** — keep hits scoring at least ``min_score`` (0.45, seed 001 §5.3; with keyword-only
    search ``keyword_min_score``, since a BM25 share is a stricter measure than the blend), drop
@@ -39,8 +40,8 @@ from typing import Literal
 
 from hermes.memory.concepts import concepts_of
 from hermes.memory.keywords import query_tokens
-from hermes.memory.longterm import MemoryStore
 from hermes.memory.records import MemoryHit, MemoryKind, SearchFilter
+from hermes.memory.store import MemoryStore
 from hermes.models.memory_notes import BLOCK_HEADER
 from hermes.observe import get_logger
 from hermes.session.ids import validate_user_id

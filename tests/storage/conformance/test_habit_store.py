@@ -11,7 +11,7 @@ import pytest
 
 from hermes.errors import InvalidIdError
 from hermes.memory.habits import HabitCounter, HabitStore
-from hermes.memory.longterm import MemoryStore
+from hermes.memory.store import MemoryStore
 from tests.storage.backends import MemoryBackend
 
 NOW = datetime(2025, 1, 10, 9, 0, tzinfo=UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from hermes.memory.longterm import MemoryStore
+from hermes.storage.sqlite.memories import SQLiteMemoryStore
 
 
 def _tables(path: Path) -> set[str]:
@@ -15,7 +15,7 @@ def _tables(path: Path) -> set[str]:
 
 async def test_the_table_is_made_on_first_use_not_by_opening(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
-    store = MemoryStore(path, embedder=None, lexicon=None)
+    store = SQLiteMemoryStore(path, embedder=None, lexicon=None)
     try:
         assert "memory_habits" not in _tables(path)
         await store.save_habits("u1", {"counts": {"a": 1}})
@@ -26,7 +26,7 @@ async def test_the_table_is_made_on_first_use_not_by_opening(tmp_path: Path) -> 
 
 async def test_a_document_that_is_not_json_loads_as_none(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
-    store = MemoryStore(path, embedder=None, lexicon=None)
+    store = SQLiteMemoryStore(path, embedder=None, lexicon=None)
     try:
         await store.save_habits("u1", {"counts": {}})
         with sqlite3.connect(path) as conn:
@@ -41,14 +41,14 @@ async def test_a_document_that_is_not_json_loads_as_none(tmp_path: Path) -> None
 async def test_counts_written_by_the_old_habit_table_are_read(tmp_path: Path) -> None:
     # The facade's own table (before the habit counts moved to the store) had this shape.
     path = tmp_path / "memory.db"
-    MemoryStore(path, embedder=None, lexicon=None).close_sync()
+    SQLiteMemoryStore(path, embedder=None, lexicon=None).close_sync()
     with sqlite3.connect(path) as conn:
         conn.execute(
             "CREATE TABLE memory_habits (user_id TEXT PRIMARY KEY, data TEXT NOT NULL, "
             "updated_at REAL NOT NULL) WITHOUT ROWID"
         )
         conn.execute("INSERT INTO memory_habits VALUES ('u1', '{\"counts\": {\"a\": 4}}', 1.0)")
-    store = MemoryStore(path, embedder=None, lexicon=None)
+    store = SQLiteMemoryStore(path, embedder=None, lexicon=None)
     try:
         assert await store.load_habits("u1") == {"counts": {"a": 4}}
     finally:

@@ -1,4 +1,4 @@
-"""The schema of the long-term memory tables and its migrations (split from ``longterm``).
+"""The schema of the long-term memory tables and its migrations (split from ``memories``).
 
 The schema version lives in the ``memory_schema`` table, not in ``PRAGMA user_version`` (which
 the session store owns when both share one file). A migration step is an SQL statement or a
@@ -13,11 +13,11 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from hermes.memory.concepts import concept_tokens, indexed_text
-from hermes.memory.keywords import index_row, owner_token, rebuild_user_stats, token_count
-from hermes.session.migrations import apply_migrations
-from hermes.sqlite_support import write_transaction
+from hermes.memory.keywords import index_row, owner_token, token_count
+from hermes.storage.sqlite.memory_fts import rebuild_user_stats
+from hermes.storage.sqlite.migrations import apply_migrations
 
-__all__ = ["MIGRATIONS", "bump_user_version", "migrate", "write_transaction"]
+__all__ = ["MIGRATIONS", "bump_user_version", "migrate"]
 
 
 _SCHEMA_V1: Final = (

