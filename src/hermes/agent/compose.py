@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hermes.channels.dedupe import EventDedupe
+from hermes.scheduler.runs import JobRuns
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from hermes.storage import open as storage_open
+from hermes.tools.plan_runs import PlanRuns
 
 
 def open_store(
@@ -42,3 +45,30 @@ def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None
 
     See :func:`hermes.storage.open.check_store_backend`."""
     storage_open.check_store_backend(spec, file=file)
+
+
+# -- event dedupe, job runs, plan runs --
+
+
+def open_event_dedupe(
+    where: Store | str | os.PathLike[str], *, base_dir: Path | None = None
+) -> EventDedupe:
+    """The durable event dedupe that goes with ``where`` (a session store, or a file path):
+    ``events.db`` beside a SQLite store's file. See :func:`hermes.storage.open.runs_path`."""
+    return storage_open.open_event_dedupe(where, base_dir=base_dir)
+
+
+def open_job_runs(
+    where: Store | str | os.PathLike[str], *, base_dir: Path | None = None
+) -> JobRuns:
+    """The record of job runs that goes with ``where``: ``jobs.db`` beside a SQLite store's
+    file. See :func:`hermes.storage.open.runs_path`."""
+    return storage_open.open_job_runs(where, base_dir=base_dir)
+
+
+def open_plan_runs(
+    where: Store | str | os.PathLike[str], *, base_dir: Path | None = None
+) -> PlanRuns:
+    """The record of plan runs that goes with ``where``: ``plans.db`` beside a SQLite store's
+    file. See :func:`hermes.storage.open.runs_path`."""
+    return storage_open.open_plan_runs(where, base_dir=base_dir)

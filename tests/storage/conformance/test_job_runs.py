@@ -1,0 +1,272 @@
+"""The JobRuns contract (``hermes.scheduler.runs``; DESIGN.md, "Public contracts", Scheduler and
+"Scale-out": a job runs once per (job, due time) however many workers run): every backend
+(``tests.storage.backends.RUNS_BACKENDS``) must pass every test here."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from hermes.errors import InvalidInputError, LeaseLostError, RunNotFoundError
+from hermes.scheduler.runs import ABANDONED, JobRuns
+from tests.storage.backends import RunsBackend
+from tests.storage.conformance import racers
+from tests.storage.conformance.conftest import FakeClock
+
+JOB = "daily-report"
+NINE = 1_767_258_000.0  # 2026-01-01 09:00 UTC: a cron due time
+DAY = 86_400.0
+
+
+# -- claiming --------------------------------------------------------------------------------
+
+
+async def test_a_first_claim_of_a_due_time_is_claimed_and_running(job_runs: JobRuns):
+    claim = await job_runs.claim(JOB, NINE, trace_id="trace-1", lease=60.0)
+    run = claim.run
+    assert claim.outcome == "claimed"
+    assert (run.job, run.due_at, run.status, run.trace_id) == (JOB, NINE, "running", "trace-1")
+    assert run.attempts == 1 and run.run_id.startswith("job-")
+    assert run.lease_until is not None and run.started_at is not None
+    assert await job_runs.get(run.run_id) == run
+    assert await job_runs.running(JOB) == run
+
+
+async def test_a_second_claim_of_the_same_due_time_is_taken_whatever_the_first_did(
+    job_runs: JobRuns,
+):
+    first = await job_runs.claim(JOB, NINE, trace_id="trace-1")
+    assert (await job_runs.claim(JOB, NINE, trace_id="trace-2")).outcome == "taken"
+    await job_runs.finish(first.run.run_id, first.token, status="failed", error="boom")
+    taken = await job_runs.claim(JOB, NINE, trace_id="trace-3")
+    assert taken.outcome == "taken"
+    assert (taken.run.run_id, taken.run.status, taken.run.trace_id) == (
+        first.run.run_id, "failed", "trace-1",
+    )  # fmt: skip
+
+
+async def test_due_times_are_the_same_to_the_millisecond(job_runs: JobRuns):
+    await job_runs.claim(JOB, NINE, trace_id="trace-1")
+    assert (await job_runs.claim(JOB, NINE + 0.0001, trace_id="trace-2")).outcome == "taken"
+    assert (await job_runs.claim(JOB, NINE + 0.5, trace_id="t-3", on_overlap="run")).outcome == (
+        "claimed"
+    )
+
+
+async def test_a_claim_while_another_run_of_the_job_runs_is_skipped_and_recorded(
+    job_runs: JobRuns,
+):
+    first = await job_runs.claim(JOB, NINE, trace_id="trace-1", lease=3600.0)
+    skipped = await job_runs.claim(JOB, NINE + 60, trace_id="trace-2")
+    assert skipped.outcome == "skipped"
+    assert (skipped.run.status, skipped.run.skipped_for) == ("skipped", first.run.run_id)
+    assert skipped.run.started_at is None and skipped.run.finished_at is not None
+    # recorded, once: a second worker deciding the same due time finds it
+    assert (await job_runs.claim(JOB, NINE + 60, trace_id="trace-3")).outcome == "taken"
+    assert await job_runs.count_runs(JOB, status="skipped") == 1
+    # other jobs do not overlap it
+    assert (await job_runs.claim("other-job", NINE + 60, trace_id="t")).outcome == "claimed"
+
+
+async def test_a_manual_run_may_overlap_a_running_one(job_runs: JobRuns):
+    await job_runs.claim(JOB, NINE, trace_id="trace-1")
+    manual = await job_runs.claim(JOB, NINE + 5, trace_id="trace-2", on_overlap="run")
+    assert manual.outcome == "claimed"
+
+
+async def test_a_finished_run_no_longer_overlaps(job_runs: JobRuns):
+    first = await job_runs.claim(JOB, NINE, trace_id="trace-1")
+    await job_runs.finish(first.run.run_id, first.token, status="succeeded")
+    assert await job_runs.running(JOB) is None
+    assert (await job_runs.claim(JOB, NINE + DAY, trace_id="trace-2")).outcome == "claimed"
+
+
+async def test_malformed_job_names_are_refused(job_runs: JobRuns):
+    for job in ("", "j" * 129, "a\tb"):
+        with pytest.raises(InvalidInputError):
+            await job_runs.claim(job, NINE, trace_id="t")
+        with pytest.raises(InvalidInputError):
+            await job_runs.record_missed(job, NINE)
+
+
+# -- finishing, fencing, dead workers --------------------------------------------------------
+
+
+async def test_finish_records_the_outcome_and_releases_the_run(job_runs: JobRuns):
+    claim = await job_runs.claim(JOB, NINE, trace_id="trace-1")
+    done = await job_runs.finish(claim.run.run_id, claim.token, status="failed", error="timeout")
+    assert (done.status, done.error, done.lease_until) == ("failed", "timeout", None)
+    assert done.finished_at is not None
+    with pytest.raises(LeaseLostError):
+        await job_runs.finish(claim.run.run_id, claim.token, status="succeeded")
+    with pytest.raises(LeaseLostError):
+        await job_runs.renew(claim.run.run_id, claim.token, lease=60.0)
+    with pytest.raises(RunNotFoundError):
+        await job_runs.finish("job-unknown", 1, status="succeeded")
+
+
+async def test_a_wrong_token_writes_nothing(job_runs: JobRuns):
+    claim = await job_runs.claim(JOB, NINE, trace_id="trace-1")
+    with pytest.raises(LeaseLostError):
+        await job_runs.finish(claim.run.run_id, claim.token + 1, status="succeeded")
+    stored = await job_runs.get(claim.run.run_id)
+    assert stored is not None and stored.status == "running"
+
+
+async def test_a_renewed_run_keeps_blocking_overlap(job_runs: JobRuns, clock: FakeClock):
+    claim = await job_runs.claim(JOB, NINE, trace_id="trace-1", lease=60.0)
+    clock.advance(50.0)
+    await job_runs.renew(claim.run.run_id, claim.token, lease=60.0)
+    clock.advance(50.0)
+    assert (await job_runs.claim(JOB, NINE + 60, trace_id="trace-2")).outcome == "skipped"
+
+
+async def test_a_dead_workers_run_is_taken_over_for_the_same_due_time(
+    job_runs: JobRuns, clock: FakeClock
+):
+    first = await job_runs.claim(JOB, NINE, trace_id="trace-1", lease=60.0)
+    clock.advance(61.0)
+    assert await job_runs.running(JOB) is None
+    again = await job_runs.claim(JOB, NINE, trace_id="trace-2", lease=60.0)
+    assert again.outcome == "claimed"
+    assert (again.run.run_id, again.run.attempts, again.run.trace_id) == (
+        first.run.run_id, 2, "trace-2",
+    )  # fmt: skip
+    with pytest.raises(LeaseLostError):
+        await job_runs.finish(first.run.run_id, first.token, status="succeeded")
+    await job_runs.finish(again.run.run_id, again.token, status="succeeded")
+
+
+async def test_a_dead_workers_run_is_recorded_abandoned_by_the_next_due_time(
+    job_runs: JobRuns, clock: FakeClock
+):
+    first = await job_runs.claim(JOB, NINE, trace_id="trace-1", lease=60.0)
+    clock.advance(DAY)
+    nxt = await job_runs.claim(JOB, NINE + DAY, trace_id="trace-2")
+    assert nxt.outcome == "claimed"  # a dead run does not overlap
+    abandoned = await job_runs.get(first.run.run_id)
+    assert abandoned is not None
+    assert (abandoned.status, abandoned.error) == ("failed", ABANDONED)
+    with pytest.raises(LeaseLostError):
+        await job_runs.finish(first.run.run_id, first.token, status="succeeded")
+
+
+# -- missed runs, delivery, reads ------------------------------------------------------------
+
+
+async def test_a_missed_run_is_recorded_once(job_runs: JobRuns):
+    missed = await job_runs.record_missed(JOB, NINE)
+    assert (missed.status, missed.trace_id, missed.started_at) == ("missed", None, None)
+    again = await job_runs.record_missed(JOB, NINE)
+    assert again.run_id == missed.run_id
+    assert (await job_runs.claim(JOB, NINE, trace_id="t")).outcome == "taken"
+    assert await job_runs.count_runs(JOB, status="missed") == 1
+
+
+async def test_recording_a_missed_run_keeps_a_run_that_exists(job_runs: JobRuns):
+    claim = await job_runs.claim(JOB, NINE, trace_id="trace-1")
+    standing = await job_runs.record_missed(JOB, NINE)
+    assert (standing.run_id, standing.status) == (claim.run.run_id, "running")
+
+
+async def test_delivery_outcomes_are_recorded(job_runs: JobRuns):
+    claim = await job_runs.claim(JOB, NINE, trace_id="trace-1")
+    await job_runs.finish(claim.run.run_id, claim.token, status="succeeded")
+    failed = await job_runs.record_delivery(
+        claim.run.run_id, outcome="failed", attempts=5, error="HTTP 503 from the receiver"
+    )
+    assert (failed.delivery, failed.delivery_attempts) == ("failed", 5)
+    assert failed.delivery_error == "HTTP 503 from the receiver"
+    assert failed.status == "succeeded"  # the run's own outcome is untouched
+    with pytest.raises(RunNotFoundError):
+        await job_runs.record_delivery("job-unknown", outcome="delivered", attempts=1)
+
+
+async def test_last_run_list_and_counts(job_runs: JobRuns):
+    for day in range(5):
+        claim = await job_runs.claim(JOB, NINE + day * DAY, trace_id=f"trace-{day}")
+        await job_runs.finish(claim.run.run_id, claim.token, status="succeeded")
+    await job_runs.record_missed(JOB, NINE + 5 * DAY)
+    await job_runs.claim("other-job", NINE, trace_id="t-other")
+    last = await job_runs.last_run(JOB)
+    assert last is not None and (last.due_at, last.status) == (NINE + 5 * DAY, "missed")
+    assert await job_runs.last_run("never-ran") is None
+    page = await job_runs.list_runs(JOB, limit=3)
+    assert [run.due_at for run in page] == [NINE + d * DAY for d in (5, 4, 3)]
+    rest = await job_runs.list_runs(JOB, limit=10, before=page[-1].due_at)
+    assert [run.due_at for run in rest] == [NINE + d * DAY for d in (2, 1, 0)]
+    assert len(await job_runs.list_runs(limit=100)) == 7
+    assert await job_runs.count_runs(JOB, status="succeeded") == 5
+    assert await job_runs.count_runs(JOB, status="succeeded", since=NINE + 3 * DAY) == 2
+    assert await job_runs.list_runs(JOB, limit=0) == []
+
+
+async def test_prune_deletes_old_finished_runs_and_never_a_running_one(job_runs: JobRuns):
+    running = await job_runs.claim(JOB, NINE, trace_id="trace-1", lease=10 * DAY)
+    await job_runs.record_missed("other-job", NINE)
+    await job_runs.record_missed("other-job", NINE + 2 * DAY)
+    assert await job_runs.prune(NINE + DAY) == 1
+    assert await job_runs.get(running.run.run_id) is not None
+    assert [run.due_at for run in await job_runs.list_runs("other-job")] == [NINE + 2 * DAY]
+
+
+# -- several workers, restarts ---------------------------------------------------------------
+
+
+async def test_of_many_concurrent_claims_in_one_process_exactly_one_runs(
+    runs_backend: RunsBackend, clock: FakeClock
+):
+    handles = [runs_backend.open_job_runs(clock) for _ in range(4)]
+    try:
+        claims = await asyncio.gather(
+            *(h.claim(JOB, NINE, trace_id=f"t-{i}") for i, h in enumerate(handles * 3))
+        )
+        assert sorted(claim.outcome for claim in claims) == ["claimed"] + ["taken"] * 11
+        assert len({claim.run.run_id for claim in claims}) == 1
+    finally:
+        for handle in handles:
+            await handle.close()
+
+
+def test_a_job_runs_once_per_due_time_however_many_processes_claim_it(
+    cross_process: RunsBackend,
+):
+    outcomes = racers.race(cross_process, "job", (JOB, NINE, 60.0), 4)
+    assert sorted(outcomes) == ["claimed"] + ["taken"] * 3
+
+
+async def test_a_run_of_a_killed_process_is_taken_over_once_its_lease_passed(
+    cross_process: RunsBackend,
+):
+    due = time.time()
+    outcome, token = racers.hold_then_kill(cross_process, "job", (JOB, due, 1.5))
+    assert outcome == "claimed"
+    runs = cross_process.open_job_runs()
+    try:
+        held = await runs.last_run(JOB)
+        assert held is not None and held.lease_until is not None and held.status == "running"
+        racers.wait_past(held.lease_until)
+        assert await runs.running(JOB) is None
+        again = await runs.claim(JOB, due, trace_id="t-2")
+        assert (again.outcome, again.run.attempts, again.run.run_id) == ("claimed", 2, held.run_id)
+        assert again.token != token
+    finally:
+        await runs.close()
+
+
+async def test_runs_survive_a_reopen(durable: RunsBackend, clock: FakeClock):
+    first = durable.open_job_runs(clock)
+    claim = await first.claim(JOB, NINE, trace_id="trace-1")
+    await first.finish(claim.run.run_id, claim.token, status="succeeded")
+    running = await first.claim(JOB, NINE + DAY, trace_id="trace-2", lease=3600.0)
+    await first.close()
+    reopened = durable.open_job_runs(clock)
+    try:
+        done = await reopened.get(claim.run.run_id)
+        assert done is not None and done.status == "succeeded"
+        assert (await reopened.claim(JOB, NINE + 2 * DAY, trace_id="t")).outcome == "skipped"
+        await reopened.finish(running.run.run_id, running.token, status="succeeded")
+    finally:
+        await reopened.close()
