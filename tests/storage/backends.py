@@ -196,7 +196,8 @@ class SQLiteRunsFiles:
 @dataclass
 class SQLiteRunsInMemory:
     """``:memory:`` databases, private to one object: every open of a test hands out the same
-    object (two "workers" of one process share it; closing it twice is harmless)."""
+    object until it is closed (two "workers" of one process share it; closing it twice is
+    harmless; an open after the close starts empty)."""
 
     name: str = "sqlite-memory"
     durable: bool = False
@@ -207,25 +208,25 @@ class SQLiteRunsInMemory:
 
     def open_event_dedupe(self, clock: Clock | None = None) -> EventDedupe:
         made = self.opened.get("events")
-        if made is None:
+        if made is None or made._closed:
             made = self.opened["events"] = SQLiteEventDedupe(":memory:", clock=clock or time.time)
         return cast(EventDedupe, made)
 
     def open_job_runs(self, clock: Clock | None = None) -> JobRuns:
         made = self.opened.get("jobs")
-        if made is None:
+        if made is None or made._closed:
             made = self.opened["jobs"] = SQLiteJobRuns(":memory:", clock=clock or time.time)
         return cast(JobRuns, made)
 
     def open_plan_runs(self, clock: Clock | None = None) -> PlanRuns:
         made = self.opened.get("plans")
-        if made is None:
+        if made is None or made._closed:
             made = self.opened["plans"] = SQLitePlanRuns(":memory:", clock=clock or time.time)
         return cast(PlanRuns, made)
 
 
 #: The backends of the event dedupe, job runs and plan runs suites.
 RUNS_BACKENDS: dict[str, Callable[[Path], RunsBackend]] = {
-    "sqlite-file": lambda tmp_path: SQLiteRunsFiles(tmp_path),
+    "sqlite-file": SQLiteRunsFiles,
     "sqlite-memory": lambda tmp_path: SQLiteRunsInMemory(),
 }

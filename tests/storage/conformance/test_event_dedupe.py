@@ -31,7 +31,11 @@ async def test_a_first_delivery_is_new_and_processing(dedupe: EventDedupe):
     claim = await _claim(dedupe)
     assert claim.outcome == "new"
     delivery = claim.delivery
-    assert (delivery.route, delivery.msg_id, delivery.trace_id) == ("default", "alert-001", "trace-1")
+    assert (delivery.route, delivery.msg_id, delivery.trace_id) == (
+        "default",
+        "alert-001",
+        "trace-1",
+    )
     assert (delivery.status, delivery.attempts, delivery.body_hash) == ("processing", 1, BODY)
     assert await dedupe.get(DEFAULT_ROUTE, "alert-001") == delivery
 
@@ -127,7 +131,11 @@ async def test_a_holder_that_died_leaves_the_key_once_its_lease_passed(
     assert (await _claim(dedupe, trace_id="trace-2")).outcome == "in_progress"
     clock.advance(2.0)
     again = await _claim(dedupe, trace_id="trace-2", lease=30.0)
-    assert (again.outcome, again.delivery.attempts, again.delivery.trace_id) == ("new", 2, "trace-2")
+    assert (again.outcome, again.delivery.attempts, again.delivery.trace_id) == (
+        "new",
+        2,
+        "trace-2",
+    )
     for write in (
         dedupe.finish(DEFAULT_ROUTE, "alert-001", first.token, status="done"),
         dedupe.renew(DEFAULT_ROUTE, "alert-001", first.token, lease=30.0),
@@ -136,7 +144,9 @@ async def test_a_holder_that_died_leaves_the_key_once_its_lease_passed(
         with pytest.raises(LeaseLostError):
             await write
     stored = await dedupe.get(DEFAULT_ROUTE, "alert-001")
-    assert stored is not None and stored.token == again.token and stored.status == "processing"
+    assert stored is not None
+    assert stored.token == again.token
+    assert stored.status == "processing"
 
 
 async def test_a_renewed_claim_stays_held_past_its_first_lease(
@@ -165,7 +175,8 @@ async def test_a_finished_claim_cannot_finish_again(dedupe: EventDedupe):
     with pytest.raises(LeaseLostError):
         await dedupe.finish(DEFAULT_ROUTE, "alert-001", first.token, status="failed")
     stored = await dedupe.get(DEFAULT_ROUTE, "alert-001")
-    assert stored is not None and stored.status == "done"
+    assert stored is not None
+    assert stored.status == "done"
 
 
 async def test_an_unknown_key_cannot_be_finished(dedupe: EventDedupe):
@@ -245,7 +256,8 @@ async def test_a_claim_of_a_killed_process_expires_by_its_lease(cross_process: R
     dedupe = cross_process.open_event_dedupe()
     try:
         held = await dedupe.get(DEFAULT_ROUTE, "alert-kill")
-        assert held is not None and held.lease_until is not None
+        assert held is not None
+        assert held.lease_until is not None
         if time.time() < held.lease_until - 0.2:  # still within the dead holder's lease
             assert (await _claim(dedupe, "alert-kill", trace_id="t-2")).outcome == "in_progress"
         racers.wait_past(held.lease_until)

@@ -28,8 +28,10 @@ async def test_a_first_claim_of_a_due_time_is_claimed_and_running(job_runs: JobR
     run = claim.run
     assert claim.outcome == "claimed"
     assert (run.job, run.due_at, run.status, run.trace_id) == (JOB, NINE, "running", "trace-1")
-    assert run.attempts == 1 and run.run_id.startswith("job-")
-    assert run.lease_until is not None and run.started_at is not None
+    assert run.attempts == 1
+    assert run.run_id.startswith("job-")
+    assert run.lease_until is not None
+    assert run.started_at is not None
     assert await job_runs.get(run.run_id) == run
     assert await job_runs.running(JOB) == run
 
@@ -62,7 +64,8 @@ async def test_a_claim_while_another_run_of_the_job_runs_is_skipped_and_recorded
     skipped = await job_runs.claim(JOB, NINE + 60, trace_id="trace-2")
     assert skipped.outcome == "skipped"
     assert (skipped.run.status, skipped.run.skipped_for) == ("skipped", first.run.run_id)
-    assert skipped.run.started_at is None and skipped.run.finished_at is not None
+    assert skipped.run.started_at is None
+    assert skipped.run.finished_at is not None
     # recorded, once: a second worker deciding the same due time finds it
     assert (await job_runs.claim(JOB, NINE + 60, trace_id="trace-3")).outcome == "taken"
     assert await job_runs.count_runs(JOB, status="skipped") == 1
@@ -112,7 +115,8 @@ async def test_a_wrong_token_writes_nothing(job_runs: JobRuns):
     with pytest.raises(LeaseLostError):
         await job_runs.finish(claim.run.run_id, claim.token + 1, status="succeeded")
     stored = await job_runs.get(claim.run.run_id)
-    assert stored is not None and stored.status == "running"
+    assert stored is not None
+    assert stored.status == "running"
 
 
 async def test_a_renewed_run_keeps_blocking_overlap(job_runs: JobRuns, clock: FakeClock):
@@ -191,7 +195,8 @@ async def test_last_run_list_and_counts(job_runs: JobRuns):
     await job_runs.record_missed(JOB, NINE + 5 * DAY)
     await job_runs.claim("other-job", NINE, trace_id="t-other")
     last = await job_runs.last_run(JOB)
-    assert last is not None and (last.due_at, last.status) == (NINE + 5 * DAY, "missed")
+    assert last is not None
+    assert (last.due_at, last.status) == (NINE + 5 * DAY, "missed")
     assert await job_runs.last_run("never-ran") is None
     page = await job_runs.list_runs(JOB, limit=3)
     assert [run.due_at for run in page] == [NINE + d * DAY for d in (5, 4, 3)]
@@ -246,7 +251,9 @@ async def test_a_run_of_a_killed_process_is_taken_over_once_its_lease_passed(
     runs = cross_process.open_job_runs()
     try:
         held = await runs.last_run(JOB)
-        assert held is not None and held.lease_until is not None and held.status == "running"
+        assert held is not None
+        assert held.lease_until is not None
+        assert held.status == "running"
         racers.wait_past(held.lease_until)
         assert await runs.running(JOB) is None
         again = await runs.claim(JOB, due, trace_id="t-2")
@@ -265,7 +272,8 @@ async def test_runs_survive_a_reopen(durable: RunsBackend, clock: FakeClock):
     reopened = durable.open_job_runs(clock)
     try:
         done = await reopened.get(claim.run.run_id)
-        assert done is not None and done.status == "succeeded"
+        assert done is not None
+        assert done.status == "succeeded"
         assert (await reopened.claim(JOB, NINE + 2 * DAY, trace_id="t")).outcome == "skipped"
         await reopened.finish(running.run.run_id, running.token, status="succeeded")
     finally:
