@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import multiprocessing.context
+import os
 import time
-from collections.abc import Callable, Coroutine
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
@@ -26,6 +26,27 @@ def context() -> multiprocessing.context.SpawnContext:
     return multiprocessing.get_context("spawn")
 
 
+async def _claim(opened: Any, kind: str, key: tuple[Any, ...]) -> Any:
+    """One claim of ``key`` through the protocol ``kind`` names."""
+    if kind == "event":
+        route, msg_id, body_hash, lease = key
+        trace = f"trace-{os.getpid()}"
+        return await opened.claim(route, msg_id, body_hash=body_hash, trace_id=trace, lease=lease)
+    if kind == "job":
+        job, due_at, lease = key
+        return await opened.claim(job, due_at, trace_id=f"trace-{os.getpid()}", lease=lease)
+    run_id, lease = key
+    return await opened.claim(run_id, lease=lease)
+
+
+def _open(backend: RunsBackend, kind: str) -> Any:
+    if kind == "event":
+        return backend.open_event_dedupe()
+    if kind == "job":
+        return backend.open_job_runs()
+    return backend.open_plan_runs()
+
+
 def _claim_in_child(
     backend: RunsBackend,
     kind: str,
@@ -35,26 +56,11 @@ def _claim_in_child(
     hold: bool,
 ) -> None:
     async def main() -> None:
-        opened: Any
-        claim: Callable[[], Coroutine[Any, Any, Any]]
-        if kind == "event":
-            opened = backend.open_event_dedupe()
-            route, msg_id, body_hash, lease = key
-            claim = lambda: opened.claim(  # noqa: E731
-                route, msg_id, body_hash=body_hash, trace_id=f"trace-{id(opened)}", lease=lease
-            )
-        elif kind == "job":
-            opened = backend.open_job_runs()
-            job, due_at, lease = key
-            claim = lambda: opened.claim(job, due_at, trace_id="trace-job", lease=lease)  # noqa: E731
-        else:
-            opened = backend.open_plan_runs()
-            run_id, lease = key
-            claim = lambda: opened.claim(run_id, lease=lease)  # noqa: E731
+        opened = _open(backend, kind)
         try:
             if barrier is not None:
                 barrier.wait(REPORT_TIMEOUT)
-            result = await claim()
+            result = await _claim(opened, kind, key)
             queue.put((result.outcome, result.token))
             if hold:
                 await asyncio.sleep(600)

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from hermes.channels.dedupe import DEFAULT_ROUTE, EventDedupe, event_body_hash
 from hermes.errors import InvalidInputError, LeaseLostError
@@ -218,6 +223,111 @@ async def test_a_key_under_a_live_lease_never_expires(dedupe: EventDedupe, clock
     assert await dedupe.expire() == 0
     assert (await _claim(dedupe, trace_id="trace-2")).outcome == "in_progress"
     await dedupe.finish(DEFAULT_ROUTE, "alert-001", first.token, status="done")
+
+
+# -- any sequence of deliveries --------------------------------------------------------------
+
+_KEEP = 1000.0  # the window; a claim's lease is shorter or (a long turn) longer
+_steps = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("claim"), st.sampled_from([BODY, OTHER_BODY]), st.sampled_from([100.0, 3000.0])
+        ),
+        st.tuples(st.just("finish"), st.sampled_from(["done", "failed"]), st.booleans()),
+        st.tuples(st.just("release"), st.booleans()),
+        st.tuples(st.just("advance"), st.sampled_from([30.0, 150.0, 1200.0])),
+    ),
+    max_size=14,
+)
+
+
+@dataclass(frozen=True)
+class _Row:
+    """What the contract says is stored (the reference model of the test below)."""
+
+    body: str
+    status: str
+    token: int
+    attempts: int
+    lease_until: float
+    expires_at: float
+
+    def gone(self, now: float) -> bool:
+        live = self.status == "processing" and self.lease_until > now
+        return self.expires_at <= now and not live
+
+
+def _expected_claim(row: _Row | None, body: str, now: float) -> str:
+    if row is None or row.gone(now):
+        return "new"
+    if row.body != body:
+        return "conflict"
+    if row.status == "done":
+        return "duplicate"
+    return "in_progress" if row.status == "processing" and row.lease_until > now else "new"
+
+
+async def _play(
+    dedupe: EventDedupe, clock: FakeClock, steps: list[tuple[Any, ...]], msg_id: str
+) -> None:
+    row: _Row | None = None
+    tokens: list[int] = [-1]  # every token handed out; -1 was never anyone's
+    for step in steps:
+        now = clock.now
+        if step[0] == "advance":
+            clock.advance(step[1])
+        elif step[0] == "claim":
+            expected = _expected_claim(row, step[1], now)
+            got = await dedupe.claim(DEFAULT_ROUTE, msg_id, body_hash=step[1], trace_id="t",
+                                     lease=step[2], keep=_KEEP)  # fmt: skip
+            assert got.outcome == expected, (step, row)
+            if expected == "new":
+                fresh = row is None or row.gone(now)
+                attempts = 1 if fresh or row is None else row.attempts + 1
+                row = _Row(step[1], "processing", got.token, attempts, now + step[2], now + _KEEP)
+                tokens.append(got.token)
+        else:
+            token = tokens[-1] if step[-1] else tokens[0]
+            holds = row is not None and row.status == "processing" and row.token == token
+            try:
+                if step[0] == "finish":
+                    await dedupe.finish(DEFAULT_ROUTE, msg_id, token, status=step[1])
+                else:
+                    await dedupe.release(DEFAULT_ROUTE, msg_id, token)
+            except LeaseLostError:
+                assert not holds, (step, row)
+                continue
+            assert holds, (step, row)
+            row = None if step[0] == "release" else replace(row, status=step[1])  # type: ignore[arg-type]
+        stored = await dedupe.get(DEFAULT_ROUTE, msg_id)
+        alive = row is not None and not row.gone(clock.now)
+        assert (stored is not None) == alive, (step, row, stored)
+        if stored is not None and row is not None:
+            assert (stored.status, stored.attempts, stored.token) == (
+                row.status, row.attempts, row.token,
+            )  # fmt: skip
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=_steps)
+def test_any_sequence_of_deliveries_gets_the_answers_the_contract_gives(
+    runs_backend: RunsBackend, steps: list[tuple[Any, ...]]
+):
+    """Claims with either body, finishes and releases with the standing or a stale token, and
+    time passing over leases and windows: every answer and every stored state is the one the
+    reference model of the contract (``_Row``, ``_expected_claim``) gives."""
+
+    async def run() -> None:
+        clock = FakeClock()
+        dedupe = runs_backend.open_event_dedupe(clock)
+        try:
+            await _play(dedupe, clock, steps, f"m-{uuid.uuid4().hex}")
+        finally:
+            await dedupe.close()
+
+    asyncio.run(run())
 
 
 # -- several workers, restarts ---------------------------------------------------------------

@@ -182,8 +182,10 @@ class SQLiteEventDedupe(SQLiteWorker):
         apply_migrations(conn, self.path, MIGRATIONS)
 
     def _maintain_connection(self, conn: sqlite3.Connection) -> None:
-        _expire(conn, self._clock())
+        # The checkpoint first: the purge may meet another process's lock (busy timeout 0
+        # here) and fail, which only delays it to the next upkeep.
         super()._maintain_connection(conn)
+        _expire(conn, self._clock())
 
     async def claim(
         self,
