@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
+from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from hermes.errors import InvalidInputError, LeaseLostError, RunNotFoundError
-from hermes.scheduler.runs import ABANDONED, JobRuns
+from hermes.scheduler.runs import ABANDONED, JobClaim, JobRuns
 from tests.storage.backends import RunsBackend
 from tests.storage.conformance import racers
 from tests.storage.conformance.conftest import FakeClock
@@ -215,6 +220,130 @@ async def test_prune_deletes_old_finished_runs_and_never_a_running_one(job_runs:
     assert await job_runs.prune(NINE + DAY) == 1
     assert await job_runs.get(running.run.run_id) is not None
     assert [run.due_at for run in await job_runs.list_runs("other-job")] == [NINE + 2 * DAY]
+
+
+# -- any sequence of ticks --------------------------------------------------------------------
+
+_DUES = [NINE, NINE + 60, NINE + 120]
+_ticks = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("claim"),
+            st.integers(0, 2),
+            st.sampled_from(["skip", "run"]),
+            st.sampled_from([100.0, 1000.0]),
+        ),
+        st.tuples(
+            st.just("finish"),
+            st.integers(0, 2),
+            st.sampled_from(["succeeded", "failed"]),
+            st.booleans(),
+        ),
+        st.tuples(st.just("missed"), st.integers(0, 2)),
+        st.tuples(st.just("advance"), st.sampled_from([50.0, 500.0, 2000.0])),
+    ),
+    max_size=14,
+)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the contract says is stored for one due time (the reference model)."""
+
+    run_id: str
+    status: str
+    token: int
+    attempts: int
+    lease_until: float
+
+    def live(self, now: float) -> bool:
+        return self.status == "running" and self.lease_until > now
+
+
+def _expected_claim(model: dict[int, _Run], due: int, skip: bool, now: float) -> str:
+    row = model.get(due)
+    if row is not None:
+        return "claimed" if row.status == "running" and not row.live(now) else "taken"
+    for other, run in model.items():
+        if run.status == "running" and not run.live(now):
+            model[other] = replace(run, status="failed")  # abandoned by this claim
+    if skip and any(run.live(now) for run in model.values()):
+        return "skipped"
+    return "claimed"
+
+
+def _after_claim(model: dict[int, _Run], due: int, got: JobClaim, now: float, lease: float) -> None:
+    row = model.get(due)
+    if got.outcome == "skipped":
+        model[due] = _Run(got.run.run_id, "skipped", got.token, 0, 0.0)
+    elif got.outcome == "claimed":
+        attempts = 1 if row is None else row.attempts + 1
+        model[due] = _Run(got.run.run_id, "running", got.token, attempts, now + lease)
+
+
+async def _tick(runs: JobRuns, job: str, model: dict[int, _Run], step: tuple[Any, ...],
+                now: float, stale: dict[int, int]) -> None:  # fmt: skip
+    if step[0] == "claim":
+        expected = _expected_claim(model, step[1], step[2] == "skip", now)
+        got = await runs.claim(job, _DUES[step[1]], trace_id="t", lease=step[3],
+                               on_overlap=step[2])  # fmt: skip
+        assert got.outcome == expected, (step, model)
+        if step[1] in model and got.outcome == "claimed":
+            stale[step[1]] = model[step[1]].token
+        _after_claim(model, step[1], got, now, step[3])
+    elif step[0] == "missed":
+        got_run = await runs.record_missed(job, _DUES[step[1]])
+        if step[1] not in model:
+            model[step[1]] = _Run(got_run.run_id, "missed", got_run.token, 0, 0.0)
+        assert got_run.run_id == model[step[1]].run_id
+    elif step[1] in model:  # finish a run that exists, with its token or a stale one
+        row = model[step[1]]
+        token = row.token if step[3] else stale.get(step[1], row.token + 1)
+        holds = row.status == "running" and token == row.token
+        try:
+            await runs.finish(row.run_id, token, status=step[2])
+        except LeaseLostError:
+            assert not holds, (step, model)
+            return
+        assert holds, (step, model)
+        model[step[1]] = replace(row, status=step[2])
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=_ticks)
+def test_any_sequence_of_ticks_gets_the_answers_the_contract_gives(
+    runs_backend: RunsBackend, steps: list[tuple[Any, ...]]
+):
+    """Claims of three due times (skipping or not), finishes with the standing or a stale
+    token, missed runs and time passing over leases: every answer, every stored run and the
+    running one are what the reference model of the contract (``_Run``) gives."""
+
+    async def play() -> None:
+        clock, job = FakeClock(), f"job-{uuid.uuid4().hex[:12]}"
+        runs = runs_backend.open_job_runs(clock)
+        model: dict[int, _Run] = {}
+        stale: dict[int, int] = {}
+        try:
+            for step in steps:
+                if step[0] == "advance":
+                    clock.advance(step[1])
+                else:
+                    await _tick(runs, job, model, step, clock.now, stale)
+                for due, row in model.items():
+                    stored = await runs.get(row.run_id)
+                    assert stored is not None
+                    assert (stored.due_at, stored.status, stored.token, stored.attempts) == (
+                        _DUES[due], row.status, row.token, row.attempts,
+                    ), (step, model)  # fmt: skip
+                live = sorted(due for due, row in model.items() if row.live(clock.now))
+                running = await runs.running(job)
+                assert (running.due_at if running else None) == (_DUES[live[0]] if live else None)
+        finally:
+            await runs.close()
+
+    asyncio.run(play())
 
 
 # -- several workers, restarts ---------------------------------------------------------------
