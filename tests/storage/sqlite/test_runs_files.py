@@ -6,6 +6,7 @@ backend does is in ``tests/storage/conformance/test_event_dedupe.py`` and its si
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sqlite3
 import threading
 import time
@@ -15,13 +16,17 @@ from typing import Any
 
 import pytest
 
+from hermes.agent import compose
+from hermes.channels.dedupe import EventDedupe
 from hermes.errors import ConfigError, StoreError
+from hermes.scheduler.runs import JobRuns
 from hermes.session.store import Store
 from hermes.storage.open import open_event_dedupe, open_job_runs, open_plan_runs, runs_path
 from hermes.storage.sqlite.event_dedupe import SQLiteEventDedupe
 from hermes.storage.sqlite.job_runs import SQLiteJobRuns
 from hermes.storage.sqlite.plan_runs import SQLitePlanRuns
 from hermes.storage.sqlite.sessions import SQLiteStore
+from hermes.tools.plan_runs import PlanRuns
 
 Opener = Callable[..., Any]
 KINDS: list[tuple[str, Opener, type]] = [
@@ -198,3 +203,38 @@ async def test_the_upkeep_deletes_expired_event_keys(tmp_path: Path):
         assert count == 1
     finally:
         await dedupe.close()
+
+
+# -- through the composition root, on data written before ------------------------------------
+
+FIXTURE = Path(__file__).resolve().parent.parent.parent / "fixtures" / "hermes-data-v1"
+
+
+async def test_an_earlier_hermes_directory_gets_the_three_files_and_nothing_else_changes(
+    tmp_path: Path,
+):
+    shutil.copytree(FIXTURE / ".hermes", tmp_path / ".hermes")
+    root = tmp_path / ".hermes"
+    before = {
+        path.relative_to(root): path.read_bytes()
+        for path in root.rglob("*")
+        if path.is_file() and not path.name.startswith("hermes.db")
+    }
+    store = compose.open_store(None, base_dir=tmp_path)
+    try:
+        opened = [
+            compose.open_event_dedupe(store),
+            compose.open_job_runs(store),
+            compose.open_plan_runs(store),
+        ]
+        assert isinstance(opened[0], EventDedupe)
+        assert isinstance(opened[1], JobRuns)
+        assert isinstance(opened[2], PlanRuns)
+        for each in opened:
+            await each.close()
+        assert await store.load_session("session-fixture-ada") is not None
+    finally:
+        await store.close()
+    for filename in ("events.db", "jobs.db", "plans.db"):
+        assert (tmp_path / ".hermes" / filename).is_file()
+    assert {rel: (root / rel).read_bytes() for rel in before} == before
