@@ -169,7 +169,9 @@ class JobRuns(Protocol):
         self, job: str | None = None, *, limit: int = 50, before: float | None = None
     ) -> list[JobRun]:
         """Runs (of ``job`` if given), latest due time first, due before ``before`` if given
-        (the cursor of the next page: the last one's ``due_at``), at most ``limit``."""
+        (the cursor of the next page: the last one's ``due_at``; exact for one job — across
+        jobs, runs due in the cursor's very millisecond fall between two pages), at most
+        ``limit``."""
         ...
 
     async def count_runs(
