@@ -4,8 +4,8 @@ per protocol, run on every backend).
 A backend gives a fresh, empty storage per test and can open it again. ``durable`` says whether
 data survives that (a ``:memory:`` database does not: the tests of a reopen skip it). SQLite (a
 file, and ``:memory:``) is here today; PostgreSQL and Redis plug in by adding an entry to
-``STORE_BACKENDS`` / ``LOCKS_BACKENDS`` / ``MEMORY_BACKENDS`` — a factory of the test's
-``tmp_path``.
+``STORE_BACKENDS`` / ``LOCKS_BACKENDS`` / ``MEMORY_BACKENDS`` / ``TOOL_CALL_INDEX_BACKENDS`` /
+``ARCHIVE_BACKENDS`` — a factory of the test's ``tmp_path``.
 """
 
 from __future__ import annotations
@@ -17,16 +17,20 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from hermes.channels.dedupe import EventDedupe
+from hermes.memory.archive import DEFAULT_MAX_BLOB_BYTES, Archive, blob_key
+from hermes.memory.index import ToolCallIndex
 from hermes.memory.longterm import MemoryStore
 from hermes.scheduler.runs import JobRuns
 from hermes.session.locks import LocalSessionLocks, SessionLocks
 from hermes.session.store import Store
+from hermes.storage.files.archive import LocalArchive
 from hermes.storage.sqlite.event_dedupe import SQLiteEventDedupe
 from hermes.storage.sqlite.job_runs import SQLiteJobRuns
 from hermes.storage.sqlite.leases import Clock
 from hermes.storage.sqlite.plan_runs import SQLitePlanRuns
 from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.storage.sqlite.sessions import SQLiteStore
+from hermes.storage.sqlite.tool_calls import SQLiteToolCallIndex
 from hermes.tools.plan_runs import PlanRuns
 
 
@@ -151,6 +155,86 @@ MEMORY_BACKENDS: dict[str, Callable[[Path], MemoryBackend]] = {
 }
 
 
+# -- tool-call records and archive -----------------------------------------------------------
+
+
+class ToolCallIndexBackend(Protocol):
+    """The L2 tool-call index (``hermes.memory.index.ToolCallIndex``) on one test's storage:
+    each ``open()`` is another index on the same records (a restart, another worker) when
+    ``durable``; a non-durable one (``:memory:``) is private to its object."""
+
+    name: str
+    durable: bool
+
+    def open(self, *, debug: bool = False) -> ToolCallIndex: ...
+
+
+@dataclass
+class SQLiteToolCallFile:
+    path: Path
+    name: str = "sqlite-file"
+    durable: bool = True
+
+    def open(self, *, debug: bool = False) -> ToolCallIndex:
+        return SQLiteToolCallIndex(self.path, debug=debug)
+
+
+@dataclass
+class SQLiteToolCallInMemory:
+    name: str = "sqlite-memory"
+    durable: bool = False
+
+    def open(self, *, debug: bool = False) -> ToolCallIndex:
+        return SQLiteToolCallIndex(":memory:", debug=debug)
+
+
+TOOL_CALL_INDEX_BACKENDS: dict[str, Callable[[Path], ToolCallIndexBackend]] = {
+    "sqlite-file": lambda tmp_path: SQLiteToolCallFile(tmp_path / "state" / "memory.db"),
+    "sqlite-memory": lambda tmp_path: SQLiteToolCallInMemory(),
+}
+
+
+class ArchiveBackend(Protocol):
+    """The L3 archive (``hermes.memory.archive.Archive``) on one test's storage: each
+    ``open()`` is another archive on the same blobs. ``read_raw``/``write_raw`` reach a stored
+    object past the protocol (``None``: there is none), so the suite can damage one the way
+    a torn write, a bad disk or a person would."""
+
+    name: str
+
+    def open(self, *, max_bytes: int = DEFAULT_MAX_BLOB_BYTES) -> Archive: ...
+
+    def read_raw(self, digest: str) -> bytes | None: ...
+
+    def write_raw(self, digest: str, blob: bytes) -> None: ...
+
+
+@dataclass
+class FilesArchive:
+    root: Path
+    name: str = "files"
+
+    def open(self, *, max_bytes: int = DEFAULT_MAX_BLOB_BYTES) -> Archive:
+        return LocalArchive(self.root, max_bytes=max_bytes)
+
+    def read_raw(self, digest: str) -> bytes | None:
+        path = self.root / blob_key(digest)
+        return path.read_bytes() if path.exists() else None
+
+    def write_raw(self, digest: str, blob: bytes) -> None:
+        path = self.root / blob_key(digest)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(blob)
+
+
+ARCHIVE_BACKENDS: dict[str, Callable[[Path], ArchiveBackend]] = {
+    "files": lambda tmp_path: FilesArchive(tmp_path / "archive"),
+}
+
+
+# -- end of tool-call records and archive ------------------------------------------------------
+
+
 # -- event dedupe, job runs, plan runs --
 
 
@@ -230,3 +314,6 @@ RUNS_BACKENDS: dict[str, Callable[[Path], RunsBackend]] = {
     "sqlite-file": SQLiteRunsFiles,
     "sqlite-memory": lambda tmp_path: SQLiteRunsInMemory(),
 }
+
+
+# -- end of event dedupe, job runs, plan runs --

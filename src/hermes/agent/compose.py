@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes.channels.dedupe import EventDedupe
 from hermes.scheduler.runs import JobRuns
@@ -17,6 +18,12 @@ from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from hermes.storage import open as storage_open
 from hermes.tools.plan_runs import PlanRuns
+
+if TYPE_CHECKING:  # memory's protocols, for the annotations only: an agent without memory
+    # never loads the memory package (tests/agent/test_turn_memory.py)
+    from hermes.memory.archive import Archive
+    from hermes.memory.index import ToolCallIndex
+    from hermes.memory.lexicon import Lexicon
 
 
 def open_store(
@@ -47,6 +54,39 @@ def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None
     storage_open.check_store_backend(spec, file=file)
 
 
+# -- tool-call records and archive -----------------------------------------------------------
+
+
+def open_tool_memory_backends(
+    directory: str | os.PathLike[str], *, debug: bool = False
+) -> tuple[ToolCallIndex, Archive]:
+    """The L2 tool-call index and the L3 archive under ``directory`` (``memory.db`` and
+    ``archive/`` of a ``.hermes/`` directory), what ``ToolMemory.open`` is built on. See
+    :func:`hermes.storage.open.open_tool_memory_backends`."""
+    return storage_open.open_tool_memory_backends(directory, debug=debug)
+
+
+# -- end of tool-call records and archive ------------------------------------------------------
+
+
+# -- the lexicon's cache file ------------------------------------------------------------------
+
+
+def load_lexicon(*, wait: bool = True) -> Lexicon | None:
+    """The process-wide Chinese↔English lexicon (``wait=False``: ``None`` while its cache file
+    is being built); ``None`` without the dictionary. See
+    :func:`hermes.storage.open.load_lexicon`."""
+    return storage_open.load_lexicon(wait=wait)
+
+
+def lexicon_building() -> bool:
+    """Whether this process is building the lexicon now (a command may say it waits)."""
+    return storage_open.lexicon_building()
+
+
+# -- end of the lexicon's cache file -----------------------------------------------------------
+
+
 # -- event dedupe, job runs, plan runs --
 
 
@@ -72,3 +112,6 @@ def open_plan_runs(
     """The record of plan runs that goes with ``where``: ``plans.db`` beside a SQLite store's
     file. See :func:`hermes.storage.open.runs_path`."""
     return storage_open.open_plan_runs(where, base_dir=base_dir)
+
+
+# -- end of event dedupe, job runs, plan runs --

@@ -1,7 +1,8 @@
 """Fixtures of the conformance suites: ``backend``/``store`` run a test on every store backend,
 ``locks_backend``/``make_locks`` on every ``SessionLocks``, ``memory_backend``/``memory_store``
-on every backend of the memory protocols, ``runs_backend`` and ``dedupe``/``job_runs``/
-``plan_runs`` on every backend of event dedupe, job runs and plan runs
+on every backend of the memory protocols, ``tool_calls_backend``/``tool_calls`` on every
+tool-call index, ``archive_backend``/``archive`` on every L3 archive, ``runs_backend`` and
+``dedupe``/``job_runs``/``plan_runs`` on every backend of event dedupe, job runs and plan runs
 (``tests.storage.backends``)."""
 
 from __future__ import annotations
@@ -14,19 +15,25 @@ from pathlib import Path
 import pytest
 
 from hermes.channels.dedupe import EventDedupe
+from hermes.memory.archive import Archive
+from hermes.memory.index import ToolCallIndex
 from hermes.memory.longterm import MemoryStore
 from hermes.scheduler.runs import JobRuns
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from hermes.tools.plan_runs import PlanRuns
 from tests.storage.backends import (
+    ARCHIVE_BACKENDS,
     LOCKS_BACKENDS,
     MEMORY_BACKENDS,
     RUNS_BACKENDS,
     STORE_BACKENDS,
+    TOOL_CALL_INDEX_BACKENDS,
+    ArchiveBackend,
     Backend,
     MemoryBackend,
     RunsBackend,
+    ToolCallIndexBackend,
 )
 
 LocksFactory = Callable[[], SessionLocks]
@@ -64,6 +71,34 @@ async def memory_store(memory_backend: MemoryBackend) -> AsyncIterator[MemorySto
     opened = memory_backend.open()
     yield opened
     await opened.close()
+
+
+# -- tool-call records and archive -----------------------------------------------------------
+
+
+@pytest.fixture(params=sorted(TOOL_CALL_INDEX_BACKENDS))
+def tool_calls_backend(request: pytest.FixtureRequest, tmp_path: Path) -> ToolCallIndexBackend:
+    return TOOL_CALL_INDEX_BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+async def tool_calls(tool_calls_backend: ToolCallIndexBackend) -> AsyncIterator[ToolCallIndex]:
+    opened = tool_calls_backend.open()
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture(params=sorted(ARCHIVE_BACKENDS))
+def archive_backend(request: pytest.FixtureRequest, tmp_path: Path) -> ArchiveBackend:
+    return ARCHIVE_BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+def archive(archive_backend: ArchiveBackend) -> Archive:
+    return archive_backend.open()
+
+
+# -- end of tool-call records and archive ------------------------------------------------------
 
 
 # -- event dedupe, job runs, plan runs --
@@ -127,3 +162,6 @@ def durable(runs_backend: RunsBackend) -> RunsBackend:
     if not runs_backend.durable:
         pytest.skip(f"{runs_backend.name} keeps nothing across a reopen")
     return runs_backend
+
+
+# -- end of event dedupe, job runs, plan runs --
