@@ -32,7 +32,7 @@ ErrorCode = Literal[
     "timeout",
     "execution_error",
     "permission_denied",
-    "invalid_transition",  # hermes.session.fsm
+    "invalid_transition",  # hermes.session.fsm; plan nodes (hermes.tools.plan_runs)
     "sandbox_error",  # hermes.tools.sandbox, hermes.tools.executor
     "sandbox_timeout",
     "sandbox_memory",
@@ -47,6 +47,8 @@ ErrorCode = Literal[
     "archive_corrupt",
     "archive_too_large",
     "invalid_digest",
+    "lease_lost",  # event dedupe, job runs, plan runs
+    "run_not_found",
 ]
 
 
@@ -124,6 +126,31 @@ class StoreError(HermesError):
 
     code: ErrorCode = "store_error"
     status = 503
+
+
+class LeaseLostError(HermesError):
+    """A write of a claimed delivery, job run or plan run was refused: the caller's claim is no
+    longer the one that stands (its lease expired and another worker took over, or it was
+    finished or released already), so nothing was written (``hermes.channels.dedupe``,
+    ``hermes.scheduler.runs``, ``hermes.tools.plan_runs``)."""
+
+    code: ErrorCode = "lease_lost"
+    status = 409
+
+
+class RunNotFoundError(HermesError):
+    """No job run or plan run has this id (``run_id`` names it)."""
+
+    code: ErrorCode = "run_not_found"
+    status = 404
+
+
+class NodeTransitionError(HermesError):
+    """A plan node was asked to move to a status its current one does not lead to (a bug in
+    the plan runner, not a user error; ``hermes.tools.plan_runs.NODE_TRANSITIONS``)."""
+
+    code: ErrorCode = "invalid_transition"
+    status = 409
 
 
 #: What went wrong with a model call; ``error`` when nothing more precise is known.

@@ -10,21 +10,29 @@ file, and ``:memory:``) is here today; PostgreSQL and Redis plug in by adding an
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from hermes.channels.dedupe import EventDedupe
 from hermes.memory.archive import DEFAULT_MAX_BLOB_BYTES, Archive, blob_key
 from hermes.memory.index import ToolCallIndex
 from hermes.memory.store import MemoryStore
+from hermes.scheduler.runs import JobRuns
 from hermes.session.locks import LocalSessionLocks, SessionLocks
 from hermes.session.store import Store
 from hermes.storage.files.archive import LocalArchive
+from hermes.storage.sqlite.event_dedupe import SQLiteEventDedupe
+from hermes.storage.sqlite.job_runs import SQLiteJobRuns
+from hermes.storage.sqlite.leases import Clock
 from hermes.storage.sqlite.memories import SQLiteMemoryStore
+from hermes.storage.sqlite.plan_runs import SQLitePlanRuns
 from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.storage.sqlite.sessions import SQLiteStore
 from hermes.storage.sqlite.tool_calls import SQLiteToolCallIndex
+from hermes.tools.plan_runs import PlanRuns
 
 if TYPE_CHECKING:
     from hermes.memory.embed import Embedder
@@ -232,3 +240,87 @@ ARCHIVE_BACKENDS: dict[str, Callable[[Path], ArchiveBackend]] = {
 
 
 # -- end of tool-call records and archive ------------------------------------------------------
+
+
+# -- event dedupe, job runs, plan runs --
+
+
+class RunsBackend(Protocol):
+    """The backends of ``EventDedupe``, ``JobRuns`` and ``PlanRuns`` on one test's storage.
+
+    Each ``open_*`` is another handle on the same data (another worker); ``clock`` replaces
+    the time source (a fake one: windows and leases without sleeping). ``durable``: the data
+    survives a reopen. ``cross_process``: another process can open it too (``spawn`` pickles
+    the backend object and calls ``open_*`` there), so the race tests run on it.
+    """
+
+    name: str
+    durable: bool
+    cross_process: bool
+
+    def open_event_dedupe(self, clock: Clock | None = None) -> EventDedupe: ...
+
+    def open_job_runs(self, clock: Clock | None = None) -> JobRuns: ...
+
+    def open_plan_runs(self, clock: Clock | None = None) -> PlanRuns: ...
+
+
+@dataclass
+class SQLiteRunsFiles:
+    """One SQLite file per protocol in a test's directory, as beside a session database."""
+
+    directory: Path
+    name: str = "sqlite-file"
+    durable: bool = True
+    cross_process: bool = True
+
+    def open_event_dedupe(self, clock: Clock | None = None) -> EventDedupe:
+        return SQLiteEventDedupe(self.directory / "events.db", clock=clock or time.time)
+
+    def open_job_runs(self, clock: Clock | None = None) -> JobRuns:
+        return SQLiteJobRuns(self.directory / "jobs.db", clock=clock or time.time)
+
+    def open_plan_runs(self, clock: Clock | None = None) -> PlanRuns:
+        return SQLitePlanRuns(self.directory / "plans.db", clock=clock or time.time)
+
+
+@dataclass
+class SQLiteRunsInMemory:
+    """``:memory:`` databases, private to one object: every open of a test hands out the same
+    object until it is closed (two "workers" of one process share it; closing it twice is
+    harmless; an open after the close starts empty)."""
+
+    name: str = "sqlite-memory"
+    durable: bool = False
+    cross_process: bool = False
+
+    def __post_init__(self) -> None:
+        self.opened: dict[str, Any] = {}
+
+    def open_event_dedupe(self, clock: Clock | None = None) -> EventDedupe:
+        made = self.opened.get("events")
+        if made is None or made._closed:
+            made = self.opened["events"] = SQLiteEventDedupe(":memory:", clock=clock or time.time)
+        return cast(EventDedupe, made)
+
+    def open_job_runs(self, clock: Clock | None = None) -> JobRuns:
+        made = self.opened.get("jobs")
+        if made is None or made._closed:
+            made = self.opened["jobs"] = SQLiteJobRuns(":memory:", clock=clock or time.time)
+        return cast(JobRuns, made)
+
+    def open_plan_runs(self, clock: Clock | None = None) -> PlanRuns:
+        made = self.opened.get("plans")
+        if made is None or made._closed:
+            made = self.opened["plans"] = SQLitePlanRuns(":memory:", clock=clock or time.time)
+        return cast(PlanRuns, made)
+
+
+#: The backends of the event dedupe, job runs and plan runs suites.
+RUNS_BACKENDS: dict[str, Callable[[Path], RunsBackend]] = {
+    "sqlite-file": SQLiteRunsFiles,
+    "sqlite-memory": lambda tmp_path: SQLiteRunsInMemory(),
+}
+
+
+# -- end of event dedupe, job runs, plan runs --

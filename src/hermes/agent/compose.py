@@ -12,9 +12,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from hermes.channels.dedupe import EventDedupe
+from hermes.scheduler.runs import JobRuns
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from hermes.storage import open as storage_open
+from hermes.tools.plan_runs import PlanRuns
 
 if TYPE_CHECKING:  # memory's protocols, for the annotations only: an agent without memory
     # never loads the memory package (tests/agent/test_turn_memory.py)
@@ -100,3 +103,33 @@ def open_memory_store(
     inside the function: memory/ never imports storage/). ``embedder`` and ``lexicon`` as for
     :func:`hermes.storage.open.open_memory_store`."""
     return storage_open.open_memory_store(spec, embedder=embedder, lexicon=lexicon)
+
+
+# -- event dedupe, job runs, plan runs --
+
+
+def open_event_dedupe(
+    where: Store | str | os.PathLike[str], *, base_dir: Path | None = None
+) -> EventDedupe:
+    """The durable event dedupe that goes with ``where`` (a session store, or a file path):
+    ``events.db`` beside a SQLite store's file. See :func:`hermes.storage.open.runs_path`."""
+    return storage_open.open_event_dedupe(where, base_dir=base_dir)
+
+
+def open_job_runs(
+    where: Store | str | os.PathLike[str], *, base_dir: Path | None = None
+) -> JobRuns:
+    """The record of job runs that goes with ``where``: ``jobs.db`` beside a SQLite store's
+    file. See :func:`hermes.storage.open.runs_path`."""
+    return storage_open.open_job_runs(where, base_dir=base_dir)
+
+
+def open_plan_runs(
+    where: Store | str | os.PathLike[str], *, base_dir: Path | None = None
+) -> PlanRuns:
+    """The record of plan runs that goes with ``where``: ``plans.db`` beside a SQLite store's
+    file. See :func:`hermes.storage.open.runs_path`."""
+    return storage_open.open_plan_runs(where, base_dir=base_dir)
+
+
+# -- end of event dedupe, job runs, plan runs --

@@ -12,11 +12,18 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from hermes.channels.dedupe import EventDedupe
 from hermes.errors import ConfigError
+from hermes.scheduler.runs import JobRuns
 from hermes.session.locks import LocalSessionLocks, SessionLocks
 from hermes.session.store import Store
+from hermes.storage.sqlite.event_dedupe import SQLiteEventDedupe
+from hermes.storage.sqlite.job_runs import SQLiteJobRuns
+from hermes.storage.sqlite.leases import EVENTS_FILE, JOBS_FILE, PLANS_FILE, default_path
+from hermes.storage.sqlite.plan_runs import SQLitePlanRuns
 from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.storage.sqlite.sessions import DEFAULT_DB_PATH, SQLiteStore
+from hermes.tools.plan_runs import PlanRuns
 
 if TYPE_CHECKING:
     from hermes.memory.archive import Archive
@@ -189,3 +196,57 @@ def open_memory_store(
     if not text.strip():
         raise ConfigError("the memory store path is empty")
     return SQLiteMemoryStore(text, embedder=embedder, lexicon=lexicon)
+
+
+# -- event dedupe, job runs, plan runs --
+# One SQLite file each beside the session database (``hermes.storage.sqlite.leases`` says why);
+# a PostgreSQL store will give its own backend of each protocol here, on the same server.
+
+#: What the openers below take: the session store they go with, or a file path.
+RunsLocation = Store | str | os.PathLike[str]
+
+
+def open_event_dedupe(where: RunsLocation, *, base_dir: Path | None = None) -> EventDedupe:
+    """The ``EventDedupe`` (``hermes.channels.dedupe``) for ``where``: ``events.db`` beside a
+    SQLite store's file, private in memory beside a ``:memory:`` store, that file for a path
+    (see :func:`runs_path`)."""
+    return SQLiteEventDedupe(runs_path(where, EVENTS_FILE, base_dir=base_dir))
+
+
+def open_job_runs(where: RunsLocation, *, base_dir: Path | None = None) -> JobRuns:
+    """The ``JobRuns`` (``hermes.scheduler.runs``) for ``where``: ``jobs.db`` beside a SQLite
+    store's file (see :func:`runs_path`)."""
+    return SQLiteJobRuns(runs_path(where, JOBS_FILE, base_dir=base_dir))
+
+
+def open_plan_runs(where: RunsLocation, *, base_dir: Path | None = None) -> PlanRuns:
+    """The ``PlanRuns`` (``hermes.tools.plan_runs``) for ``where``: ``plans.db`` beside a
+    SQLite store's file (see :func:`runs_path`)."""
+    return SQLitePlanRuns(runs_path(where, PLANS_FILE, base_dir=base_dir))
+
+
+def runs_path(where: RunsLocation, filename: str, *, base_dir: Path | None = None) -> str:
+    """The SQLite file of ``filename`` (``events.db``, ``jobs.db``, ``plans.db``) for ``where``.
+
+    - a :class:`SQLiteStore` on a file: ``filename`` in the same directory (by default
+      ``.hermes/``); on ``:memory:``: ``":memory:"`` (private, as the store is);
+    - another ``Store`` object (no file of ours): ``.hermes/<filename>`` under ``base_dir`` or
+      the current directory;
+    - a path (``sqlite://`` prefix allowed; relative to ``base_dir`` when given): that file.
+
+    Raises ``ConfigError`` for a server URL whose backend this build does not have.
+    """
+    if isinstance(where, Store):
+        path = getattr(where, "path", None)
+        if isinstance(where, SQLiteStore) and isinstance(path, str):
+            return ":memory:" if path == ":memory:" else default_path(path, filename)
+        return str((base_dir or Path.cwd()) / DEFAULT_DB_PATH.parent / filename)
+    check_store_backend(where)
+    text = os.fspath(where).strip()
+    if text.startswith(_SQLITE_SCHEME):
+        text = text[len(_SQLITE_SCHEME) :]
+    if not text:
+        raise ConfigError(f"the path of {filename} is empty")
+    if text == ":memory:":
+        return text
+    return str(_resolve(Path(text).expanduser(), base_dir))

@@ -1,31 +1,38 @@
 """Fixtures of the conformance suites: ``backend``/``store`` run a test on every store backend,
 ``locks_backend``/``make_locks`` on every ``SessionLocks``, ``memory_backend``/``memory_store``
 on every backend of the memory protocols, ``tool_calls_backend``/``tool_calls`` on every
-tool-call index, ``archive_backend``/``archive`` on every L3 archive
+tool-call index, ``archive_backend``/``archive`` on every L3 archive, ``runs_backend`` and
+``dedupe``/``job_runs``/``plan_runs`` on every backend of event dedupe, job runs and plan runs
 (``tests.storage.backends``)."""
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from hermes.channels.dedupe import EventDedupe
 from hermes.memory.archive import Archive
 from hermes.memory.index import ToolCallIndex
 from hermes.memory.store import MemoryStore
+from hermes.scheduler.runs import JobRuns
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
+from hermes.tools.plan_runs import PlanRuns
 from tests.storage.backends import (
     ARCHIVE_BACKENDS,
     LOCKS_BACKENDS,
     MEMORY_BACKENDS,
+    RUNS_BACKENDS,
     STORE_BACKENDS,
     TOOL_CALL_INDEX_BACKENDS,
     ArchiveBackend,
     Backend,
     MemoryBackend,
+    RunsBackend,
     ToolCallIndexBackend,
 )
 
@@ -92,3 +99,69 @@ def archive(archive_backend: ArchiveBackend) -> Archive:
 
 
 # -- end of tool-call records and archive ------------------------------------------------------
+
+
+# -- event dedupe, job runs, plan runs --
+
+
+class FakeClock:
+    """A clock the test moves by hand (leases and windows without sleeping); starts now."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture(params=sorted(RUNS_BACKENDS))
+def runs_backend(request: pytest.FixtureRequest, tmp_path: Path) -> RunsBackend:
+    return RUNS_BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def dedupe(runs_backend: RunsBackend, clock: FakeClock) -> AsyncIterator[EventDedupe]:
+    opened = runs_backend.open_event_dedupe(clock)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+async def job_runs(runs_backend: RunsBackend, clock: FakeClock) -> AsyncIterator[JobRuns]:
+    opened = runs_backend.open_job_runs(clock)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+async def plan_runs(runs_backend: RunsBackend, clock: FakeClock) -> AsyncIterator[PlanRuns]:
+    opened = runs_backend.open_plan_runs(clock)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+def cross_process(runs_backend: RunsBackend) -> RunsBackend:
+    """The backend, for tests with other processes (skipped where none can reach it)."""
+    if not runs_backend.cross_process:
+        pytest.skip(f"{runs_backend.name} cannot be reached from another process")
+    return runs_backend
+
+
+@pytest.fixture
+def durable(runs_backend: RunsBackend) -> RunsBackend:
+    """The backend, for tests of a reopen (skipped where data does not survive one)."""
+    if not runs_backend.durable:
+        pytest.skip(f"{runs_backend.name} keeps nothing across a reopen")
+    return runs_backend
+
+
+# -- end of event dedupe, job runs, plan runs --

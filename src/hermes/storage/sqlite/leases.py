@@ -1,0 +1,59 @@
+"""What the SQLite backends of event dedupe, job runs and plan runs share: fencing tokens, the
+clock, JSON columns, and the default place of their files.
+
+Where their files live (``default_path``): one file per concern beside the session database —
+``events.db``, ``jobs.db``, ``plans.db`` in ``.hermes/`` by default, as ``idempotency.db`` is.
+Not tables in ``hermes.db``, because SQLite has one writer per file: a webhook's dedupe claim,
+a scheduler tick or a plan node's outcome would otherwise queue behind the session turns'
+appends (and they behind it), and each schema would have to version itself apart from the
+session schema's ``PRAGMA user_version``. Apart, each file has its own version, and each can
+be deleted on its own (``events.db`` is a 72-hour window; ``jobs.db`` history; ``plans.db`` the
+state a resume needs). Nothing needs a transaction across them and the sessions: a finished
+plan is recorded in its session by a separate, idempotent write.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hermes.errors import InvalidInputError, StoreError
+
+#: A source of the current time in seconds since the epoch (``time.time``; a fake in tests).
+Clock = Callable[[], float]
+
+EVENTS_FILE = "events.db"
+JOBS_FILE = "jobs.db"
+PLANS_FILE = "plans.db"
+
+
+def next_token(previous: int | None) -> int:
+    """A fencing token above ``previous``: wall-clock nanoseconds, so a key deleted and claimed
+    anew (an expired dedupe key) never hands out a token an old holder still carries."""
+    return max(time.time_ns(), (previous or 0) + 1)
+
+
+def dump_json(value: Any, what: str) -> str:
+    """``value`` as compact JSON; ``InvalidInputError`` naming ``what`` when it is not JSON."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{what} is not JSON-serializable: {exc}") from exc
+
+
+def load_json(text: str | None, what: str) -> Any:
+    """A JSON column back (``None`` stays ``None``); ``StoreError`` for a corrupt value."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise StoreError(f"corrupt {what} in the database: {exc}") from exc
+
+
+def default_path(beside: str | Path, filename: str) -> str:
+    """``filename`` in the directory of the database file ``beside``."""
+    return str(Path(beside).with_name(filename))
