@@ -46,7 +46,7 @@ COMPOSITION_ROOT = "hermes.agent.compose"
 _SHIM = "re-export of a moved module for the SQLite code that has not moved into storage/ yet"
 #: Modules outside ``hermes.storage`` importing it, besides the composition root.
 KNOWN_STORAGE_IMPORTERS: dict[str, str] = {
-    "hermes.sqlite_support": _SHIM + " (memory/*, the idempotency keys, notes)",
+    "hermes.sqlite_support": _SHIM + " (memory/*)",
     "hermes.session.migrations": _SHIM + " (memory/index.py, memory/longterm_schema.py)",
     "hermes.session.open": _SHIM + " (memory/open.py: check_store_backend)",
 }
@@ -61,8 +61,6 @@ KNOWN_SQLITE3_IMPORTERS: dict[str, str] = {
     "hermes.memory.longterm_sql": _NOT_MOVED + " (the memory queries)",
     "hermes.memory.supersede": _NOT_MOVED + " (superseding memories)",
     "hermes.memory.upkeep_sql": _NOT_MOVED + " (upkeep keeps the rules, loses the SQL)",
-    "hermes.tools.builtin.notes": _NOT_MOVED + " (notes/todos, their own file)",
-    "hermes.tools.policies.idempotency": _NOT_MOVED + " (the idempotency keys)",
 }
 
 

@@ -1,8 +1,8 @@
 """Moved: what every SQLite file of Hermes needs lives in ``hermes.storage.sqlite.support``
 (DESIGN.md, "Layers": backends in storage/).
 
-Kept as a re-export for the SQLite code not yet moved into ``storage/sqlite/`` (memory, the
-idempotency keys, notes); it goes when they have moved.
+Kept as a re-export for the SQLite code not yet moved into ``storage/sqlite/`` (memory); it
+goes when it has moved.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ from pathlib import Path
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from hermes.storage import open as storage_open
+from hermes.tools.builtin.notes_store import NotesStores
+from hermes.tools.pipeline.idempotency_records import IdempotencyRecords, RecordsPerWorkspace
 
 
 def open_store(
@@ -30,15 +32,24 @@ def open_locks(store: Store) -> SessionLocks:
     return storage_open.open_locks(store)
 
 
-def idempotency_path(store: Store) -> str | None:
-    """Where the idempotency records go for an agent on ``store`` (None: per workspace). See
-    :func:`hermes.storage.open.idempotency_path`."""
-    return storage_open.idempotency_path(store)
-
-
 def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None) -> None:
     """Raise ``ConfigError`` (key ``store.path``) when ``spec`` names a backend this build does
     not have, before anything else is opened.
 
     See :func:`hermes.storage.open.check_store_backend`."""
     storage_open.check_store_backend(spec, file=file)
+
+
+# -- idempotency records and notes --
+
+
+def idempotency_records(store: Store) -> IdempotencyRecords | RecordsPerWorkspace:
+    """The idempotency records of an agent on ``store`` (durable; beside its database file,
+    else per workspace). See :func:`hermes.storage.open.open_idempotency_records`."""
+    return storage_open.open_idempotency_records(store)
+
+
+def notes_stores(store: Store) -> NotesStores:
+    """The notes stores of an agent on ``store`` (``<workspace>/.hermes/notes.db``). See
+    :func:`hermes.storage.open.open_notes`."""
+    return storage_open.open_notes(store)

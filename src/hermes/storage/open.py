@@ -13,8 +13,12 @@ from pathlib import Path
 from hermes.errors import ConfigError
 from hermes.session.locks import LocalSessionLocks, SessionLocks
 from hermes.session.store import Store
+from hermes.storage.sqlite.idempotency import IdempotencyFiles
+from hermes.storage.sqlite.notes import workspace_notes
 from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.storage.sqlite.sessions import DEFAULT_DB_PATH, SQLiteStore
+from hermes.tools.builtin.notes_store import NotesStores
+from hermes.tools.pipeline.idempotency_records import IdempotencyRecords, RecordsPerWorkspace
 
 _SQLITE_SCHEME = "sqlite://"
 _SERVER_SCHEMES = ("postgres://", "postgresql://", "redis://")
@@ -71,16 +75,6 @@ def open_locks(store: Store) -> SessionLocks:
     return LocalSessionLocks(cross_process=False)
 
 
-def idempotency_path(store: Store) -> str | None:
-    """Where the idempotency records of the agent on ``store`` live: ``idempotency.db`` beside
-    a store's database file (not in the tools' workspace); ``None`` for a store without a file
-    (``:memory:`` or another backend): each call's ``<workspace>/.hermes/idempotency.db``."""
-    path = getattr(store, "path", None)
-    if isinstance(path, str) and path != ":memory:":
-        return str(Path(path).with_name("idempotency.db"))
-    return None
-
-
 def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None) -> None:
     """Raise ``ConfigError`` (key ``store.path``) when ``spec`` names a server backend this
     build does not have; checked before anything else is opened, so that it is the first
@@ -99,3 +93,41 @@ def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None
 
 def _resolve(path: Path, base_dir: Path | None) -> Path:
     return path if path.is_absolute() or base_dir is None else base_dir / path
+
+
+# -- idempotency records and notes --
+
+#: The idempotency files of this process: one connection per file, shared by every agent on it
+#: and open for the life of the process (as the process-wide policy state kept them before).
+IDEMPOTENCY_FILES = IdempotencyFiles()
+
+
+def idempotency_path(store: Store) -> str | None:
+    """Where the idempotency records of the agent on ``store`` live: ``idempotency.db`` beside
+    a store's database file (not in the tools' workspace); ``None`` for a store without a file
+    (``:memory:`` or another backend): each call's ``<workspace>/.hermes/idempotency.db``."""
+    path = getattr(store, "path", None)
+    if isinstance(path, str) and path != ":memory:":
+        return str(Path(path).with_name("idempotency.db"))
+    return None
+
+
+def open_idempotency_records(store: Store) -> IdempotencyRecords | RecordsPerWorkspace:
+    """The idempotency records of an agent on ``store`` (the protocol:
+    ``hermes.tools.pipeline.idempotency_records``): SQLite, durable, shared by every process on
+    the file — ``idempotency.db`` beside a store's database file; for a store without a file
+    (``:memory:`` or another backend), each call's ``<workspace>/.hermes/idempotency.db``
+    (:func:`idempotency_path`). One object per file in this process (:data:`IDEMPOTENCY_FILES`).
+    """
+    path = idempotency_path(store)
+    if path is not None:
+        return IDEMPOTENCY_FILES.at(path)
+    return RecordsPerWorkspace(IDEMPOTENCY_FILES.for_workspace)
+
+
+def open_notes(store: Store) -> NotesStores:
+    """The notes stores of an agent on ``store`` (the protocol:
+    ``hermes.tools.builtin.notes_store``): the SQLite file ``<workspace>/.hermes/notes.db`` of
+    each call's workspace, whatever the store (notes have always lived in the workspace)."""
+    del store  # a server backend of notes will be chosen by the store's URL
+    return workspace_notes
