@@ -1,6 +1,7 @@
 """Fixtures of the conformance suites: ``backend``/``store`` run a test on every store backend,
 ``locks_backend``/``make_locks`` on every ``SessionLocks``, ``memory_backend``/``memory_store``
-on every backend of the memory protocols (``tests.storage.backends``)."""
+on every backend of the memory protocols, ``idempotency_backend`` and ``notes_backend`` on
+every backend of theirs (``tests.storage.backends``)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,15 @@ from hermes.memory.longterm import MemoryStore
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from tests.storage.backends import (
+    IDEMPOTENCY_BACKENDS,
     LOCKS_BACKENDS,
     MEMORY_BACKENDS,
+    NOTES_BACKENDS,
     STORE_BACKENDS,
     Backend,
+    IdempotencyBackend,
     MemoryBackend,
+    NotesBackend,
 )
 
 LocksFactory = Callable[[], SessionLocks]
@@ -56,3 +61,20 @@ async def memory_store(memory_backend: MemoryBackend) -> AsyncIterator[MemorySto
     opened = memory_backend.open()
     yield opened
     await opened.close()
+
+
+# -- idempotency records and notes --
+
+
+@pytest.fixture(params=sorted(IDEMPOTENCY_BACKENDS))
+async def idempotency_backend(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[IdempotencyBackend]:
+    made = IDEMPOTENCY_BACKENDS[request.param](tmp_path)
+    yield made
+    await made.close()
+
+
+@pytest.fixture(params=sorted(NOTES_BACKENDS))
+def notes_backend(request: pytest.FixtureRequest, tmp_path: Path) -> NotesBackend:
+    return NOTES_BACKENDS[request.param](tmp_path)
