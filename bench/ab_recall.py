@@ -34,7 +34,7 @@ async def _worker() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from memory_recall import QUERIES, fill, fill_store  # noqa: I001 - after the path
 
-    from hermes.memory.lexicon import load_lexicon
+    from hermes.agent.compose import load_lexicon
     from hermes.memory.longterm import MemoryStore
 
     stores: dict[str, tuple[MemoryStore, list[str]]] = {}

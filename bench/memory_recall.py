@@ -41,8 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hermes.agent.compose import load_lexicon
 from hermes.memory.embed import E5Embedder, QueryVector, load_default_embedder
-from hermes.memory.lexicon import load_lexicon
 from hermes.memory.longterm import MemoryStore
 from hermes.memory.records import MemoryDraft, MemoryKind
 

@@ -9,7 +9,7 @@ Method. Everything runs in one process on real files in a temp directory (SQLite
   timed one by one (the timer costs ~50 ns), so each sample is the mean of a batch of 1,000
   operations; p50/p95 are over 300 batches. Keys are drawn at random (hits) or absent (misses);
   ``put`` overwrites live keys and inserts new ones (which evicts the least recently used).
-- **L2 writes**: 100,000 ``ToolCallIndex.record`` calls, each its own commit, as the tiers do
+- **L2 writes**: 100,000 ``SQLiteToolCallIndex.record`` calls, each its own commit, as the tiers do
   per tool call; then the same 100,000 through ``record_many`` in batches of 1,000. The data:
   1,000 sessions, 200 users, 50 tools, ~5,000 distinct inputs, timestamps spread over 30 days,
   20% reusable, ~150 bytes of metadata each.
@@ -42,11 +42,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from hermes.memory.archive import LocalArchive
 from hermes.memory.cache import TOOL_RESULTS, MemoryCache
 from hermes.memory.hashing import canonical_bytes, content_hash
 from hermes.memory.index import NewToolCall, ToolCallIndex
 from hermes.memory.tiers import ToolMemory
+from hermes.storage.files.archive import LocalArchive
+from hermes.storage.sqlite.tool_calls import SQLiteToolCallIndex
 from hermes.tools.base import ToolResult
 from hermes.tools.policies.cache import ResultCache
 
@@ -169,7 +170,7 @@ def make_calls(count: int, seed: int = 7) -> list[NewToolCall]:
 
 async def bench_l2(directory: Path, count: int, queries: int) -> None:
     calls = make_calls(count)
-    index = ToolCallIndex(directory / "one-by-one.db")
+    index = SQLiteToolCallIndex(directory / "one-by-one.db")
     per_write: list[float] = []
     start = time.perf_counter()
     for new in calls:
@@ -177,13 +178,13 @@ async def bench_l2(directory: Path, count: int, queries: int) -> None:
         await index.record(new)
         per_write.append((time.perf_counter_ns() - t) / 1000)
     elapsed = time.perf_counter() - start
-    batched = ToolCallIndex(directory / "batched.db")
+    batched = SQLiteToolCallIndex(directory / "batched.db")
     batch_start = time.perf_counter()
     for i in range(0, count, 1000):
         await batched.record_many(calls[i : i + 1000])
     batch_elapsed = time.perf_counter() - batch_start
     await batched.close()
-    print(f"\nL2 ToolCallIndex writes ({count:,} calls, 7 indexes)            p50       p95")
+    print(f"\nL2 SQLiteToolCallIndex writes ({count:,} calls, 7 indexes)            p50       p95")
     row("record (one commit each)", per_write)
     print(f"  throughput, one commit each:       {count / elapsed:>10,.0f} writes/s")
     print(f"  throughput, record_many ×1,000:    {count / batch_elapsed:>10,.0f} writes/s")

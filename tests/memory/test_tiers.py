@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from hermes.memory.archive import LocalArchive
 from hermes.memory.cache import TOOL_RESULTS, MemoryCache
 from hermes.memory.hashing import canonical_bytes, content_hash
-from hermes.memory.index import ToolCallIndex
 from hermes.memory.tiers import CallKey, ToolMemory
 from hermes.models.base import ToolCall
+from hermes.storage.files.archive import LocalArchive
+from hermes.storage.sqlite.tool_calls import SQLiteToolCallIndex
 from hermes.tools import ToolRegistry, tool
 from hermes.tools.base import ToolResult
 from hermes.tools.pipeline import CallContext, ToolExecutor
@@ -59,7 +59,7 @@ class Tiers:
 
     def open(self, **options: Any) -> ToolMemory:
         memory = ToolMemory(
-            ToolCallIndex(self.root / "memory.db"),
+            SQLiteToolCallIndex(self.root / "memory.db"),
             options.pop("archive", self.archive),
             MemoryCache(clock=self.mono),
             clock=self.wall,

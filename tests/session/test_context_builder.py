@@ -265,3 +265,17 @@ def test_the_last_user_message_is_always_kept(items: list[Item], budget: int):
     sent = [m["content"] for m in built.messages if m["role"] == "user"]
     if users:
         assert sent[-1] == users[-1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_item, max_size=40))
+def test_the_counts_kept_on_items_are_exactly_what_the_messages_cost(items: list[Item]):
+    """The builder counts each item once and keeps the count on it (``Item.tokens``): a window
+    the store serves again from memory costs the same as one read afresh, to the token."""
+    first = _build(items, system_prompt="sys")
+    assert first.tokens == messages_tokens(first.messages)
+    again = _build(items, system_prompt="sys")  # the same items, their counts kept
+    assert again.tokens == first.tokens == messages_tokens(again.messages)
+    fresh = [Item(i.role, i.kind, i.content, i.tool_call_id, i.tool_name, i.sticky) for i in items]
+    assert all(i.tokens == -1 for i in fresh)
+    assert _build(fresh, system_prompt="sys").tokens == first.tokens

@@ -4,8 +4,9 @@ per protocol, run on every backend).
 A backend gives a fresh, empty storage per test and can open it again. ``durable`` says whether
 data survives that (a ``:memory:`` database does not: the tests of a reopen skip it). SQLite (a
 file, and ``:memory:``) is here today; PostgreSQL and Redis plug in by adding an entry to
-``STORE_BACKENDS`` / ``LOCKS_BACKENDS`` / ``MEMORY_BACKENDS`` (and ``IDEMPOTENCY_BACKENDS`` /
-``NOTES_BACKENDS``) — a factory of the test's ``tmp_path``.
+``STORE_BACKENDS`` / ``LOCKS_BACKENDS`` / ``MEMORY_BACKENDS`` / ``TOOL_CALL_INDEX_BACKENDS`` /
+``ARCHIVE_BACKENDS`` / ``IDEMPOTENCY_BACKENDS`` / ``NOTES_BACKENDS`` — a factory of the test's
+``tmp_path``.
 """
 
 from __future__ import annotations
@@ -16,13 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from hermes.memory.archive import DEFAULT_MAX_BLOB_BYTES, Archive, blob_key
+from hermes.memory.index import ToolCallIndex
 from hermes.memory.longterm import MemoryStore
 from hermes.session.locks import LocalSessionLocks, SessionLocks
 from hermes.session.store import Store
+from hermes.storage.files.archive import LocalArchive
 from hermes.storage.sqlite.idempotency import SQLiteIdempotencyRecords
 from hermes.storage.sqlite.notes import SQLiteNotes
 from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.storage.sqlite.sessions import SQLiteStore
+from hermes.storage.sqlite.tool_calls import SQLiteToolCallIndex
 from hermes.tools.builtin.notes_store import LocalNotes, NotesStore
 from hermes.tools.pipeline.idempotency_records import IdempotencyRecords
 from hermes.tools.policies import LocalIdempotencyRecords
@@ -149,7 +154,87 @@ MEMORY_BACKENDS: dict[str, Callable[[Path], MemoryBackend]] = {
 }
 
 
-# -- idempotency records and notes --
+# -- tool-call records and archive -----------------------------------------------------------
+
+
+class ToolCallIndexBackend(Protocol):
+    """The L2 tool-call index (``hermes.memory.index.ToolCallIndex``) on one test's storage:
+    each ``open()`` is another index on the same records (a restart, another worker) when
+    ``durable``; a non-durable one (``:memory:``) is private to its object."""
+
+    name: str
+    durable: bool
+
+    def open(self, *, debug: bool = False) -> ToolCallIndex: ...
+
+
+@dataclass
+class SQLiteToolCallFile:
+    path: Path
+    name: str = "sqlite-file"
+    durable: bool = True
+
+    def open(self, *, debug: bool = False) -> ToolCallIndex:
+        return SQLiteToolCallIndex(self.path, debug=debug)
+
+
+@dataclass
+class SQLiteToolCallInMemory:
+    name: str = "sqlite-memory"
+    durable: bool = False
+
+    def open(self, *, debug: bool = False) -> ToolCallIndex:
+        return SQLiteToolCallIndex(":memory:", debug=debug)
+
+
+TOOL_CALL_INDEX_BACKENDS: dict[str, Callable[[Path], ToolCallIndexBackend]] = {
+    "sqlite-file": lambda tmp_path: SQLiteToolCallFile(tmp_path / "state" / "memory.db"),
+    "sqlite-memory": lambda tmp_path: SQLiteToolCallInMemory(),
+}
+
+
+class ArchiveBackend(Protocol):
+    """The L3 archive (``hermes.memory.archive.Archive``) on one test's storage: each
+    ``open()`` is another archive on the same blobs. ``read_raw``/``write_raw`` reach a stored
+    object past the protocol (``None``: there is none), so the suite can damage one the way
+    a torn write, a bad disk or a person would."""
+
+    name: str
+
+    def open(self, *, max_bytes: int = DEFAULT_MAX_BLOB_BYTES) -> Archive: ...
+
+    def read_raw(self, digest: str) -> bytes | None: ...
+
+    def write_raw(self, digest: str, blob: bytes) -> None: ...
+
+
+@dataclass
+class FilesArchive:
+    root: Path
+    name: str = "files"
+
+    def open(self, *, max_bytes: int = DEFAULT_MAX_BLOB_BYTES) -> Archive:
+        return LocalArchive(self.root, max_bytes=max_bytes)
+
+    def read_raw(self, digest: str) -> bytes | None:
+        path = self.root / blob_key(digest)
+        return path.read_bytes() if path.exists() else None
+
+    def write_raw(self, digest: str, blob: bytes) -> None:
+        path = self.root / blob_key(digest)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(blob)
+
+
+ARCHIVE_BACKENDS: dict[str, Callable[[Path], ArchiveBackend]] = {
+    "files": lambda tmp_path: FilesArchive(tmp_path / "archive"),
+}
+
+
+# -- end of tool-call records and archive ------------------------------------------------------
+
+
+# -- idempotency records and notes -----------------------------------------------------------------
 
 Clock = Callable[[], float]
 
@@ -258,3 +343,6 @@ NOTES_BACKENDS: dict[str, Callable[[Path], NotesBackend]] = {
     "sqlite-file": lambda tmp_path: SQLiteNotesFile(tmp_path / "notes.db"),
     "in-process": lambda tmp_path: InProcessNotes(),
 }
+
+
+# -- end of idempotency records and notes ----------------------------------------------------------

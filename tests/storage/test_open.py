@@ -86,3 +86,42 @@ def test_idempotency_records_live_beside_a_store_file_and_per_workspace_without_
     finally:
         on_file.close_sync()
         in_memory.close_sync()
+
+
+# -- tool-call records and archive -----------------------------------------------------------
+
+
+async def test_a_directory_opens_the_tool_call_index_and_the_archive_inside_it(
+    tmp_path: Path,
+) -> None:
+    from hermes.agent.compose import open_tool_memory_backends
+    from hermes.memory.archive import Archive
+    from hermes.memory.index import ToolCallIndex
+    from hermes.storage.files.archive import LocalArchive
+    from hermes.storage.sqlite.tool_calls import SQLiteToolCallIndex
+
+    index, archive = open_tool_memory_backends(tmp_path / ".hermes", debug=True)
+    try:
+        assert isinstance(index, ToolCallIndex)
+        assert isinstance(archive, Archive)
+        assert isinstance(index, SQLiteToolCallIndex)
+        assert isinstance(archive, LocalArchive)
+        assert Path(index.path) == tmp_path / ".hermes" / "memory.db"
+        assert index.debug
+        assert archive.root == tmp_path / ".hermes" / "archive"
+        assert not archive.root.exists()  # made on its first write
+    finally:
+        await index.close()
+
+
+def test_the_lexicon_is_asked_for_through_the_composition_root() -> None:
+    from hermes.agent.compose import lexicon_building, load_lexicon
+    from hermes.memory.lexicon import Lexicon
+
+    found = load_lexicon()  # the suite built it (tests/conftest.py)
+    assert isinstance(found, Lexicon)
+    assert load_lexicon(wait=False) is found
+    assert not lexicon_building()
+
+
+# -- end of tool-call records and archive ------------------------------------------------------

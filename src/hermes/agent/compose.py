@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from hermes.storage import open as storage_open
 from hermes.tools.builtin.notes_store import NotesStores
 from hermes.tools.pipeline.idempotency_records import IdempotencyRecords, RecordsPerWorkspace
+
+if TYPE_CHECKING:  # memory's protocols, for the annotations only: an agent without memory
+    # never loads the memory package (tests/agent/test_turn_memory.py)
+    from hermes.memory.archive import Archive
+    from hermes.memory.index import ToolCallIndex
+    from hermes.memory.lexicon import Lexicon
 
 
 def open_store(
@@ -40,7 +47,40 @@ def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None
     storage_open.check_store_backend(spec, file=file)
 
 
-# -- idempotency records and notes --
+# -- tool-call records and archive -----------------------------------------------------------
+
+
+def open_tool_memory_backends(
+    directory: str | os.PathLike[str], *, debug: bool = False
+) -> tuple[ToolCallIndex, Archive]:
+    """The L2 tool-call index and the L3 archive under ``directory`` (``memory.db`` and
+    ``archive/`` of a ``.hermes/`` directory), what ``ToolMemory.open`` is built on. See
+    :func:`hermes.storage.open.open_tool_memory_backends`."""
+    return storage_open.open_tool_memory_backends(directory, debug=debug)
+
+
+# -- end of tool-call records and archive ------------------------------------------------------
+
+
+# -- the lexicon's cache file ------------------------------------------------------------------
+
+
+def load_lexicon(*, wait: bool = True) -> Lexicon | None:
+    """The process-wide Chinese↔English lexicon (``wait=False``: ``None`` while its cache file
+    is being built); ``None`` without the dictionary. See
+    :func:`hermes.storage.open.load_lexicon`."""
+    return storage_open.load_lexicon(wait=wait)
+
+
+def lexicon_building() -> bool:
+    """Whether this process is building the lexicon now (a command may say it waits)."""
+    return storage_open.lexicon_building()
+
+
+# -- end of the lexicon's cache file -----------------------------------------------------------
+
+
+# -- idempotency records and notes -----------------------------------------------------------------
 
 
 def idempotency_records(store: Store) -> IdempotencyRecords | RecordsPerWorkspace:
@@ -53,3 +93,6 @@ def notes_stores(store: Store) -> NotesStores:
     """The notes stores of an agent on ``store`` (``<workspace>/.hermes/notes.db``). See
     :func:`hermes.storage.open.open_notes`."""
     return storage_open.open_notes(store)
+
+
+# -- end of idempotency records and notes ----------------------------------------------------------

@@ -40,7 +40,7 @@ from hermes.agent.events import (
     TextDelta,
     TurnStarted,
 )
-from hermes.agent.recovery import abandon, close_pending, drop_approval, recover
+from hermes.agent.recovery import WORKING_STATES, abandon, close_pending, drop_approval, recover
 from hermes.agent.result import RunResult, ToolCallRecord, added_usage
 from hermes.agent.tools_step import (
     ToolStepState,
@@ -57,10 +57,11 @@ from hermes.models.base import ModelRequest, ModelResponse, ToolCall, ToolSpec
 from hermes.models.conversation import with_notes
 from hermes.observe import get_logger
 from hermes.session.context import build_messages, fit_messages
-from hermes.session.inbound import read_inbound
-from hermes.session.items import ContextSlice, Item
+from hermes.session.inbound import Inbound, read_inbound
+from hermes.session.items import ContextSlice, Item, SessionState
 from hermes.session.locks import SessionClaim
-from hermes.session.summary import fold_backlog
+from hermes.session.store import TurnStart, begin_turn
+from hermes.session.summary import summarize_backlog
 from hermes.session.tokens import message_tokens
 from hermes.tools.pipeline import CallContext
 
@@ -94,7 +95,10 @@ async def run_turn(
     """
     started = time.perf_counter()
     trace_id = message.trace_id
-    record = await rt.store.ensure_session(session_id, user_id)
+    start, incoming, meta = await _start(
+        rt, message, session_id, user_id, claim=claim, approval_id=approval_id
+    )
+    record = start.record
     turn = TurnState(
         session_id,
         user_id,
@@ -117,17 +121,15 @@ async def run_turn(
         # crash before the calls run leaves them not run, never run twice).
         decision = decision or classify(message.content)
         drop_approval(turn, f"approval_{decision}")
-    slice_ = await rt.store.context_slice(session_id, max(1, rt.settings.context_rounds - 1))
-    meta: dict[str, Any] = {"msg_id": message.msg_id, "channel": message.channel}
-    if pending is not None:
         meta["approval"] = {"id": pending.approval_id, "decision": decision}
-    # Secrets out, sticky facts and personal data marked (seed 003 §2.1): from here on the turn
-    # only ever sees ``incoming.text``.
-    incoming = read_inbound(message.content, trace_id=trace_id, meta=meta)
+        incoming = read_inbound(message.content, trace_id=trace_id, meta=meta)
     incoming.flag(turn.state.scratch)
     turn.fsm.fire("receive_input", text=incoming.text)
-    # The message is stored before anything can fail: nothing the user said is ever lost.
-    stored = await turn.append(rt.store, [incoming.item])
+    if start.slice is None or start.stored is None:
+        slice_ = await rt.store.context_slice(session_id, _window_rounds(rt))
+        stored = await turn.append(rt.store, [incoming.item])
+    else:
+        slice_, stored = start.slice, [start.stored]
     if pending is not None and decision == "reject":
         ending = Ending(cancelled_text(pending, turn.chinese))
         turn.fsm.fire("reply")
@@ -147,6 +149,43 @@ async def run_turn(
         state=turn.fsm.state,
     )
     return _result(rt, turn, message, ending, reply_stored)
+
+
+async def _start(
+    rt: Runtime,
+    message: Message,
+    session_id: str,
+    user_id: str | None,
+    *,
+    claim: SessionClaim,
+    approval_id: str | None,
+) -> tuple[TurnStart, Inbound, dict[str, Any]]:
+    """The turn's start: what the user's message becomes (secrets out, sticky facts and
+    personal data marked, seed 003 §2.1: from here on the turn only ever sees its text), and
+    in one store call the session, its context and the message, stored before anything can
+    fail (nothing the user said is ever lost) — unless the session must be repaired first or
+    waits for an approval (then the turn goes step by step: ``TurnStart.slice`` is None)."""
+    meta: dict[str, Any] = {"msg_id": message.msg_id, "channel": message.channel}
+    incoming = read_inbound(message.content, trace_id=message.trace_id, meta=meta)
+    if approval_id is not None:
+        return TurnStart(await rt.store.ensure_session(session_id, user_id)), incoming, meta
+    start = await begin_turn(
+        rt.store, session_id, user_id, incoming.item,
+        rounds=_window_rounds(rt), fence=claim.token, proceed=_goes_straight_on,
+    )  # fmt: skip
+    return start, incoming, meta
+
+
+def _window_rounds(rt: Runtime) -> int:
+    """The earlier rounds a turn's context holds besides its own."""
+    return max(1, rt.settings.context_rounds - 1)
+
+
+def _goes_straight_on(state: SessionState) -> bool:
+    """Whether a turn on a session in ``state`` stores the user's message at once: not when a
+    turn died mid-way (its calls are repaired first, before the message) nor while an approval
+    waits (the message then records the decision)."""
+    return state.fsm_state not in WORKING_STATES and state.approval is None
 
 
 def _result(
@@ -500,14 +539,13 @@ async def _close_gap(rt: Runtime, turn: TurnState, slice_: ContextSlice) -> Cont
         started = time.perf_counter()
         try:
             async with asyncio.timeout_at(turn.deadline):
-                summary = await fold_backlog(
+                summary = await summarize_backlog(
                     rt.store,
                     turn.session_id,
                     slice_,
                     rt.summarizer,
                     min_backlog=rt.settings.summary_min_backlog,
                     trace_id=turn.trace_id,
-                    fence=turn.claim.token,
                 )
         except TimeoutError:
             # The summarizer used the whole turn's time: go on with what we have (the model
@@ -515,6 +553,8 @@ async def _close_gap(rt: Runtime, turn: TurnState, slice_: ContextSlice) -> Cont
             log.warning("history_fold_timeout", backlog=slice_.backlog)
             return slice_
         log.info("history_folded", cost_ms=round((time.perf_counter() - started) * 1000, 3))
+        if summary is not None:  # stored with the turn's next write, one transaction less
+            turn.unsaved.append(summary)
         return ContextSlice(slice_.sticky, summary or slice_.summary, slice_.window)
     unfolded = await rt.store.read_items(
         turn.session_id,

@@ -143,6 +143,9 @@ class TurnState:
     memory: TurnMemory = NO_TURN_MEMORY
     #: Tokens the model reported for this turn's calls (``RunResult.usage``); None: none did.
     usage: dict[str, int] | None = None
+    #: Items that go with the turn's next write, before its own (the history summary folded
+    #: for this turn's context: derived data, folded again if the turn dies first).
+    unsaved: list[Item] = field(default_factory=list)
 
     def snapshot(self) -> SessionState:
         """A copy of the state to store (the scratch dict keeps changing during the turn)."""
@@ -156,7 +159,15 @@ class TurnState:
 
     async def append(self, store: Store, items: list[Item]) -> list[Item]:
         """Append items together with the current state, in one transaction, fenced by the
-        turn's claim (``ClaimLostError`` once a newer turn of the session has written)."""
+        turn's claim (``ClaimLostError`` once a newer turn of the session has written); the
+        :attr:`unsaved` items go first. Returns ``items`` as stored."""
+        if self.unsaved:
+            items, ahead = [*self.unsaved, *items], len(self.unsaved)
+            self.unsaved = []
+            stored = await store.append(
+                self.session_id, items, state=self.snapshot(), fence=self.claim.token
+            )
+            return stored[ahead:]
         return await store.append(
             self.session_id, items, state=self.snapshot(), fence=self.claim.token
         )

@@ -204,7 +204,7 @@ def _user_id(user: str | None) -> str:
 async def _search(memory: Memory, user_id: str, text: str, limit: int) -> list[MemoryHit]:
     """``Memory.search`` with the search floor — see the module docstring for why this is not
     ``recall()`` — once the word list is there."""
-    from hermes.memory.lexicon import lexicon_building, load_lexicon
+    from hermes.agent.compose import lexicon_building, load_lexicon
 
     if memory.store is not None and memory.store.lexicon == "auto":
         # A one-shot command waits for the Chinese↔English tables (built once per machine,

@@ -1,69 +1,73 @@
-"""L2: the index of tool calls (seed 000 §2.4 and §3.5).
+"""L2: the index of tool calls (seed 000 §2.4 and §3.5) — the concept and its protocol.
 
-Every tool call becomes one row ``{session_id, user_id, tool_name, input_hash, output_hash,
-timestamp, metadata}`` in a SQLite file (WAL) owned by :class:`~hermes.sqlite_support.
-SQLiteWorker`, so "what did this session call", "every ``send_email`` this week" and "the
-latest good result of this exact call" are index seeks, never scans (seed 000 §2.4: precise
-recall by session and tool instead of fuzzy vector search).
+Every tool call becomes one record ``{session_id, user_id, tool_name, input_hash, output_hash,
+timestamp, metadata}``, so "what did this session call", "every ``send_email`` this week" and
+"the latest good result of this exact call" are index seeks, never scans (seed 000 §2.4:
+precise recall by session and tool instead of fuzzy vector search).
+
+:class:`ToolCallIndex` is the protocol (its docstring is the contract a backend keeps); the
+SQLite backend is ``hermes.storage.sqlite.tool_calls.SQLiteToolCallIndex`` (a ``memory.db``
+beside the session database), chosen by ``hermes.storage.open`` through the composition root
+(``hermes.agent.compose.open_tool_memory_backends``). This module holds what every backend
+shares: the records, the query answer, and the checks of what goes in (:func:`record_values`,
+:func:`epoch_seconds` …), so that every backend refuses the same input with the same message.
 
 Choices, documented once:
 
-- **Timestamps** are epoch seconds (UTC by definition) in a ``REAL`` column — compact,
-  index-friendly, unambiguous, and what the session store uses. Records expose them as
-  ``timestamp`` (float) and ``at`` (an aware UTC ``datetime``); queries accept either a float
-  or an aware ``datetime`` (a naive one is refused: its zone is a guess).
-- **The file**: its own ``memory.db`` beside the session database (``ToolMemory.open`` puts
-  it there). Not the session file itself: both stores version their schema with
-  ``PRAGMA user_version``, which is one number per file; and the index's write rate (every
-  tool call) should not contend with the session's locks.
+- **Timestamps** are epoch seconds (UTC by definition). Records expose them as ``timestamp``
+  (float) and ``at`` (an aware UTC ``datetime``); queries accept either a float or an aware
+  ``datetime`` (a naive one is refused: its zone is a guess).
 - **Hashes** are sha256 over canonical JSON (``hermes.memory.hashing``); ``input_hash`` is
   the hash of the call's arguments alone — the same arguments in any key order have the same
-  hash, whichever tool or version took them — ``NULL`` when the arguments have no JSON form
-  (such a call is recorded, never reused); ``output_hash`` is ``NULL`` when there is no
+  hash, whichever tool or version took them — ``None`` when the arguments have no JSON form
+  (such a call is recorded, never reused); ``output_hash`` is ``None`` when there is no
   output (a failed call).
-- ``tool_version`` (schema v2) identifies the tool that ran: the caller's fingerprint of its
-  name, schemas and function (``hermes.memory.tiers.tool_fingerprint``), or ``''`` when the
-  caller gave none. The reuse lookup matches it exactly, so a changed tool, or another tool
-  of the same name, never answers from the old one's results — without folding the version
-  into ``input_hash``, which would change what that column means. Rows recorded before v2
-  have ``NULL`` (the version that produced them is unknown): they stay readable in every
-  query but are never reused (``NULL`` equals nothing; the reuse index leaves them out).
-- ``status`` is ``ok`` | ``error`` | ``unconfirmed``; ``reusable`` (0/1) marks the rows the
+- ``tool_version`` identifies the tool that ran: the caller's fingerprint of its name,
+  schemas and function (``hermes.memory.tiers.tool_fingerprint``), or ``''`` when the caller
+  gave none. The reuse lookup matches it exactly, so a changed tool, or another tool of the
+  same name, never answers from the old one's results — without folding the version into
+  ``input_hash``, which would change what that field means. Records from before the SQLite
+  schema had the column (v1) have ``None``: they stay readable in every query but are never
+  reused (``None`` equals nothing).
+- ``status`` is ``ok`` | ``error`` | ``unconfirmed``; ``reusable`` marks the records the
   tiers may answer a later identical call from: a fresh (not itself reused), confirmed, ok
   result of a ``cache_ttl`` tool whose output is archived in L3.
-- **Debug mode** (``debug=True`` on the index or per query): every :class:`QueryResult`
-  carries the SQL it ran, its parameters and SQLite's query plan — paste them into the
-  ``sqlite3`` shell to see why a query returned what it did (seed 000 §4.4).
-
-Schema changes are versioned like the session store's (``MIGRATIONS`` below, applied with
-``hermes.session.migrations.apply_migrations``): append a step, never edit a released one.
+- **Debug mode** (``debug=True`` when opening, or per query): every :class:`QueryResult`
+  carries the query text the backend ran, its parameters and the engine's plan — paste them
+  into the engine's shell to see why a query returned what it did (seed 000 §4.4).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from hermes.errors import ErrorCode, HermesError
 from hermes.memory.hashing import canonical_json, is_content_hash
-from hermes.session.migrations import Migration, apply_migrations
-from hermes.sqlite_support import SQLiteWorker, write_transaction
 
 __all__ = [
-    "MIGRATIONS",
+    "MAX_METADATA_CHARS",
+    "MAX_NAME_LENGTH",
+    "MAX_QUERY_LIMIT",
     "InvalidRecordError",
     "NewToolCall",
+    "Order",
     "QueryResult",
     "ToolCallIndex",
     "ToolCallRecord",
     "ToolCallStatus",
+    "check_limit",
+    "check_name",
+    "check_order",
+    "check_reuse_lookup",
+    "check_status",
+    "epoch_seconds",
+    "record_values",
 ]
 
 ToolCallStatus = Literal["ok", "error", "unconfirmed"]
@@ -74,65 +78,6 @@ Order = Literal["newest", "oldest"]
 MAX_QUERY_LIMIT = 10_000
 MAX_NAME_LENGTH = 256
 MAX_METADATA_CHARS = 64 * 1024
-
-_V1: Migration = (
-    """
-    CREATE TABLE tool_calls (
-        id          INTEGER PRIMARY KEY,
-        session_id  TEXT NOT NULL,
-        user_id     TEXT NOT NULL,
-        tool_name   TEXT NOT NULL,
-        input_hash  TEXT,
-        output_hash TEXT,
-        status      TEXT NOT NULL CHECK (status IN ('ok', 'error', 'unconfirmed')),
-        reusable    INTEGER NOT NULL DEFAULT 0 CHECK (reusable IN (0, 1)),
-        created_at  REAL NOT NULL,
-        metadata    TEXT NOT NULL DEFAULT '{}'
-    )
-    """,
-    # Each index ends in created_at, and (implicitly) the rowid: "newest first" within a
-    # session, tool or user is a backwards walk of one index, no sort.
-    "CREATE INDEX tool_calls_by_session ON tool_calls (session_id, created_at)",
-    "CREATE INDEX tool_calls_by_tool ON tool_calls (tool_name, created_at)",
-    # Seed 000 §2.4's own example — "the email this session sent" — is session AND tool.
-    "CREATE INDEX tool_calls_by_session_tool ON tool_calls (session_id, tool_name, created_at)",
-    "CREATE INDEX tool_calls_by_user ON tool_calls (user_id, created_at)",
-    "CREATE INDEX tool_calls_by_time ON tool_calls (created_at)",
-    # Which rows still use a blob (forgetting a user deletes only blobs nobody else uses).
-    "CREATE INDEX tool_calls_by_output ON tool_calls (output_hash) WHERE output_hash IS NOT NULL",
-    # The reuse lookup: one seek to the newest reusable row of (tool, user, input).
-    "CREATE INDEX tool_calls_reusable ON tool_calls (tool_name, user_id, input_hash, created_at) "
-    "WHERE reusable = 1",
-)
-
-# v2: the tool's version in its own column (see the module docstring); v1 had folded it into
-# input_hash. Existing rows get NULL and so are never reused again — at worst one rerun of a
-# cached call after the upgrade. The reuse index gains the column (still one seek to the
-# newest row, see ``latest_reusable``) and leaves the NULL rows out: SQLite uses a partial
-# index whose ``x IS NOT NULL`` term is implied by the query's ``x = ?``.
-_V2: Migration = (
-    "ALTER TABLE tool_calls ADD COLUMN tool_version TEXT",
-    "DROP INDEX tool_calls_reusable",
-    "CREATE INDEX tool_calls_reusable "
-    "ON tool_calls (tool_name, user_id, input_hash, tool_version, created_at) "
-    "WHERE reusable = 1 AND tool_version IS NOT NULL",
-)
-
-MIGRATIONS: tuple[Migration, ...] = (_V1, _V2)
-
-_COLUMNS = (
-    "id, session_id, user_id, tool_name, input_hash, output_hash, status, reusable, "
-    "created_at, metadata, tool_version"
-)
-_INSERT = (
-    "INSERT INTO tool_calls (session_id, user_id, tool_name, input_hash, output_hash, status, "
-    "reusable, created_at, metadata, tool_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_SELECT_REUSABLE = (
-    f"SELECT {_COLUMNS} FROM tool_calls WHERE tool_name = ? AND user_id = ? AND input_hash = ? "
-    "AND tool_version = ? AND reusable = 1 AND created_at >= ?"
-)
-_NEWEST_FIRST = " ORDER BY created_at DESC, id DESC LIMIT ?"
 
 
 class InvalidRecordError(HermesError):
@@ -214,77 +159,87 @@ class QueryResult:
         return self.records[0] if self.records else None
 
 
-class ToolCallIndex(SQLiteWorker):
-    """The L2 index on one SQLite file; opened (and migrated) at construction.
+@runtime_checkable
+class ToolCallIndex(Protocol):
+    """The L2 index: where every tool call is recorded and found again.
 
-    Raises :class:`~hermes.errors.StoreError` if the file cannot be opened, is not a database
-    or has a newer schema. ``debug`` makes every query return its SQL (see the module
-    docstring). All methods are async: they run on the caller's thread when that cannot block,
-    else on the index's worker thread (``SQLiteWorker``).
+    The contract every backend keeps (``tests/storage/conformance/test_tool_call_index.py``
+    checks it on each one of ``tests/storage/backends.py``):
+
+    - **Writing.** ``record(call)`` stores one call durably (committed when it returns) and
+      returns its id: an integer, unique among the records held, rising in the order of the
+      commits (queries break timestamp ties by id). ``record_many(calls)`` stores several in one
+      transaction — all or none — and returns their ids in order (``[]`` for none). Both check
+      the call with :func:`record_values` first and raise :class:`InvalidRecordError` (or
+      ``NotJSONSafeError`` for metadata without a JSON form) naming the field, storing
+      nothing. ``set_status(id, status, reusable=…)`` changes one record's status and reuse
+      flag (an unconfirmed result confirmed) and says whether the record exists.
+    - **Reading.** ``get(id)`` is the record or ``None``. ``query(…)`` returns the records
+      matching every given filter — equality on ``session_id``/``user_id``/``tool_name``/
+      ``status``, ``since`` inclusive, ``until`` exclusive —, newest first (``order=
+      "oldest"``: oldest first), ties by id in the same direction, at most ``limit``
+      (:func:`check_limit`). A value is always a bound parameter, never query text: a session
+      id of ``x' OR 1=1`` matches only itself. ``by_session``/``by_tool``/``in_range`` are
+      ``query`` with one filter. Each query shape is an index walk, never a scan and a sort.
+    - **Reuse.** ``latest_reusable(tool, input_hash, user_id=, session_id=, tool_version=,
+      max_age=, now=)`` is the newest record with ``reusable`` set, of exactly that tool,
+      input hash, user (``None``: anonymous callers only) and ``tool_version`` (a record with
+      ``tool_version`` ``None`` never matches), within ``session_id`` when given, recorded at
+      ``now - max_age`` or later (the edge included): at most one record. Arguments are
+      checked with :func:`check_reuse_lookup`. One index seek.
+    - **Forgetting.** ``forget_user(user)`` deletes every record of that user and
+      ``prune(before)`` every record older than ``before``; both return the output hashes no
+      remaining record names (their L3 blobs can go), found and deleted in one transaction so a
+      concurrent writer cannot slip between. ``referenced(digests)`` says which of the
+      digests some record names as its output (upkeep of blobs nobody names).
+    - **Errors.** A failure of the engine is a ``hermes.errors.StoreError`` with one clear
+      sentence (never a driver's exception); after ``close()`` every call raises
+      ``StoreError`` ("… is closed"). Damaged metadata of one record reads as
+      ``{"corrupt_metadata": true}`` (:attr:`ToolCallRecord.metadata`), never an exception.
+    - **Sharing.** Several index objects (processes, workers) on the same storage see each
+      other's committed records at once and may write at the same time.
+    - **Debug.** With ``debug`` (on the index, or per query) a :class:`QueryResult` carries
+      the query text, its parameters and the engine's plan; without it, ``None`` for each.
+
+    A PostgreSQL backend (a later ``hermes.storage.postgres``): one ``tool_calls`` table
+    with the SQLite columns (``id bigint generated always as identity``, ``created_at double
+    precision``, ``metadata jsonb`` or text holding :func:`record_values`' canonical JSON,
+    ``reusable boolean``), the same indexes — each ending in ``created_at`` so "newest first"
+    is a backwards index walk — and the partial reuse index ``(tool_name, user_id,
+    input_hash, tool_version, created_at) WHERE reusable AND tool_version IS NOT NULL``;
+    ``forget_user``/``prune`` as one ``DELETE … RETURNING output_hash`` followed by a check of
+    which of those hashes are still named, in one transaction; ``debug`` plans from ``EXPLAIN``.
+    It must pass the same conformance suite.
     """
 
-    kind = "memory index"
-
-    def __init__(
-        self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0, debug: bool = False
-    ) -> None:
-        super().__init__(os.fspath(path), busy_timeout, thread_name="hermes-memory")
-        self.debug = debug
-        self._open_now()
-
-    def __repr__(self) -> str:
-        return f"ToolCallIndex({self.path!r})"
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        apply_migrations(conn, self.path, MIGRATIONS)
-
-    # -- writing -----------------------------------------------------------------------------
     async def record(self, call: NewToolCall) -> int:
         """Store one call (one commit); returns its id."""
-        row = _row_of(call)
-        return await self._run("record", _insert_one, row)
+        ...
 
     async def record_many(self, calls: Sequence[NewToolCall]) -> list[int]:
-        """Store several calls in one transaction (an import, a batch); returns their ids."""
-        rows = [_row_of(call) for call in calls]
-        if not rows:
-            return []
-        return await self._run("record_many", _insert_many, rows)
+        """Store several calls in one transaction (all or none); returns their ids in order."""
+        ...
 
     async def set_status(self, record_id: int, status: ToolCallStatus, *, reusable: bool) -> bool:
-        """Change a record's status and reuse flag (e.g. an unconfirmed result confirmed);
-        ``False`` if there is no such record."""
-        _check_status(status)
-        return await self._run("set_status", _update_status, record_id, status, int(reusable))
+        """Change a record's status and reuse flag; ``False`` if there is no such record."""
+        ...
 
     async def forget_user(self, user_id: str) -> list[str]:
-        """Delete every record of ``user_id``; returns the output hashes no remaining record
-        uses (their L3 blobs can go)."""
-        if not isinstance(user_id, str) or not user_id:
-            raise InvalidRecordError("forget_user needs a non-empty user id")
-        return await self._run("forget_user", _delete_where, "user_id = ?", (user_id,))
+        """Delete every record of ``user_id``; the output hashes no remaining record uses."""
+        ...
 
     async def prune(self, before: float | datetime) -> list[str]:
-        """Delete the records older than ``before``; returns the output hashes no remaining
-        record uses."""
-        cutoff = _epoch(before, "before")
-        return await self._run("prune", _delete_where, "created_at < ?", (cutoff,))
+        """Delete the records older than ``before``; the output hashes no remaining record
+        uses."""
+        ...
 
     async def referenced(self, digests: Sequence[str]) -> set[str]:
-        """Which of ``digests`` some record names as its output hash (upkeep: blobs that no
-        record names can go)."""
-        wanted = list(dict.fromkeys(digests))
-        if not wanted:
-            return set()
-        return await self._run("referenced", _referenced, wanted)
+        """Which of ``digests`` some record names as its output hash."""
+        ...
 
-    # -- reading -----------------------------------------------------------------------------
     async def get(self, record_id: int) -> ToolCallRecord | None:
         """The record with this id, or ``None``."""
-        rows = await self._run(
-            "get", _fetch, f"SELECT {_COLUMNS} FROM tool_calls WHERE id = ?", (record_id,)
-        )
-        return _record_of(rows[0]) if rows else None
+        ...
 
     async def query(
         self,
@@ -299,40 +254,8 @@ class ToolCallIndex(SQLiteWorker):
         order: Order = "newest",
         debug: bool | None = None,
     ) -> QueryResult:
-        """Records matching every given filter, newest (or oldest) first, at most ``limit``.
-
-        ``since`` is inclusive, ``until`` exclusive. Only fixed SQL fragments are combined;
-        every value is a bound parameter.
-        """
-        terms: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("session_id", session_id),
-            ("user_id", user_id),
-            ("tool_name", tool_name),
-            ("status", status),
-        ):
-            if value is not None:
-                terms.append(f"{column} = ?")
-                params.append(value)
-        if status is not None:
-            _check_status(status)
-        if since is not None:
-            terms.append("created_at >= ?")
-            params.append(_epoch(since, "since"))
-        if until is not None:
-            terms.append("created_at < ?")
-            params.append(_epoch(until, "until"))
-        if order not in ("newest", "oldest"):
-            raise InvalidRecordError(f"order must be 'newest' or 'oldest', not {order!r}")
-        direction = "DESC" if order == "newest" else "ASC"
-        where = f" WHERE {' AND '.join(terms)}" if terms else ""
-        sql = (
-            f"SELECT {_COLUMNS} FROM tool_calls{where} "
-            f"ORDER BY created_at {direction}, id {direction} LIMIT ?"
-        )
-        params.append(_check_limit(limit))
-        return await self._select("query", sql, tuple(params), debug)
+        """Records matching every given filter, newest (or oldest) first, at most ``limit``."""
+        ...
 
     async def by_session(
         self,
@@ -343,7 +266,7 @@ class ToolCallIndex(SQLiteWorker):
         debug: bool | None = None,
     ) -> QueryResult:
         """The calls of one session."""
-        return await self.query(session_id=session_id, limit=limit, order=order, debug=debug)
+        ...
 
     async def by_tool(
         self,
@@ -355,9 +278,7 @@ class ToolCallIndex(SQLiteWorker):
         debug: bool | None = None,
     ) -> QueryResult:
         """The calls of one tool (optionally within a time range), newest first."""
-        return await self.query(
-            tool_name=tool_name, since=since, until=until, limit=limit, debug=debug
-        )
+        ...
 
     async def in_range(
         self,
@@ -369,7 +290,7 @@ class ToolCallIndex(SQLiteWorker):
         debug: bool | None = None,
     ) -> QueryResult:
         """The calls recorded in ``[since, until)``."""
-        return await self.query(since=since, until=until, limit=limit, order=order, debug=debug)
+        ...
 
     async def latest_reusable(
         self,
@@ -383,121 +304,39 @@ class ToolCallIndex(SQLiteWorker):
         now: float,
         debug: bool | None = None,
     ) -> QueryResult:
-        """The newest reusable record of this exact call recorded at most ``max_age`` seconds
-        before ``now`` — by ``user_id`` (``None``: anonymous callers), of exactly this
-        ``tool_version`` (rows from before schema v2 never match), and within ``session_id``
-        when given. At most one record."""
-        if not is_content_hash(input_hash):
-            raise InvalidRecordError("input_hash must be 64 lowercase hex characters")
-        _check_name(tool_version, "tool_version", allow_empty=True)
-        if not max_age > 0:  # also refuses NaN; infinity means "any age"
-            raise InvalidRecordError(f"max_age must be a positive number, got {max_age!r}")
-        sql = _SELECT_REUSABLE
-        since = now - max_age
-        params: tuple[Any, ...] = (tool_name, user_id or "", input_hash, tool_version, since)
-        if session_id is not None:
-            sql += " AND session_id = ?"
-            params += (session_id,)
-        return await self._select("latest_reusable", sql + _NEWEST_FIRST, (*params, 1), debug)
+        """The newest reusable record of this exact call, at most ``max_age`` seconds before
+        ``now`` (see the class docstring). At most one record."""
+        ...
 
-    async def _select(
-        self, action: str, sql: str, params: tuple[Any, ...], debug: bool | None
-    ) -> QueryResult:
-        explain = self.debug if debug is None else debug
-        if not explain:
-            rows = await self._run(action, _fetch, sql, params)
-            return QueryResult([_record_of(row) for row in rows])
-        rows, plan = await self._run(action, _fetch_with_plan, sql, params)
-        return QueryResult([_record_of(row) for row in rows], sql, params, plan)
+    async def close(self) -> None:
+        """Release the connection(s); later calls raise ``StoreError``."""
+        ...
+
+    def close_sync(self) -> None:
+        """:meth:`close` from synchronous code (shutdown paths)."""
+        ...
 
 
-# -- running on the connection (fast path or worker) ---------------------------------------
+# -- checks every backend applies -------------------------------------------------------------
 
 
-def _insert_one(conn: sqlite3.Connection, row: tuple[Any, ...]) -> int:
-    cursor = conn.execute(_INSERT, row)
-    assert cursor.lastrowid is not None
-    return cursor.lastrowid
-
-
-def _insert_many(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[int]:
-    with write_transaction(conn):
-        return [_insert_one(conn, row) for row in rows]
-
-
-def _update_status(conn: sqlite3.Connection, record_id: int, status: str, reusable: int) -> bool:
-    cursor = conn.execute(
-        "UPDATE tool_calls SET status = ?, reusable = ? WHERE id = ?", (status, reusable, record_id)
-    )
-    return cursor.rowcount == 1
-
-
-def _delete_where(conn: sqlite3.Connection, where: str, params: tuple[Any, ...]) -> list[str]:
-    """Delete the rows matching ``where`` (a fixed fragment) and return the output hashes no
-    remaining row uses — in one transaction, so a concurrent writer cannot slip between."""
-    with write_transaction(conn):
-        hashes = [
-            row[0]
-            for row in conn.execute(
-                f"SELECT DISTINCT output_hash FROM tool_calls WHERE {where} "
-                "AND output_hash IS NOT NULL",
-                params,
-            )
-        ]
-        conn.execute(f"DELETE FROM tool_calls WHERE {where}", params)
-        return [
-            digest
-            for digest in hashes
-            if conn.execute(
-                "SELECT 1 FROM tool_calls WHERE output_hash = ? LIMIT 1", (digest,)
-            ).fetchone()
-            is None
-        ]
-
-
-def _referenced(conn: sqlite3.Connection, digests: list[str]) -> set[str]:
-    found: set[str] = set()
-    for start in range(0, len(digests), 500):
-        chunk = digests[start : start + 500]
-        marks = ", ".join("?" for _ in chunk)
-        found.update(
-            str(row[0])
-            for row in conn.execute(
-                f"SELECT DISTINCT output_hash FROM tool_calls WHERE output_hash IN ({marks})",
-                chunk,
-            )
-        )
-    return found
-
-
-def _fetch(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
-    return conn.execute(sql, params).fetchall()
-
-
-def _fetch_with_plan(
-    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]
-) -> tuple[list[Any], tuple[str, ...]]:
-    plan = tuple(str(row[3]) for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
-    return conn.execute(sql, params).fetchall(), plan
-
-
-# -- values in and out -----------------------------------------------------------------------
-
-
-def _row_of(call: NewToolCall) -> tuple[Any, ...]:
-    """The column values of a new record, checked (raises :class:`InvalidRecordError`)."""
-    _check_name(call.tool_name, "tool_name", allow_empty=False)
-    _check_name(call.session_id, "session_id", allow_empty=True)
-    _check_name(call.tool_version, "tool_version", allow_empty=True)
+def record_values(call: NewToolCall) -> tuple[Any, ...]:
+    """The stored values of a new record, checked (raises :class:`InvalidRecordError`, or
+    ``NotJSONSafeError`` naming the metadata's field): ``(session_id, user_id or "",
+    tool_name, input_hash, output_hash, status, reusable 0/1, timestamp, metadata as canonical
+    JSON, tool_version)`` — the column order of the SQLite table."""
+    check_name(call.tool_name, "tool_name", allow_empty=False)
+    check_name(call.session_id, "session_id", allow_empty=True)
+    check_name(call.tool_version, "tool_version", allow_empty=True)
     if call.user_id is not None:
-        _check_name(call.user_id, "user_id", allow_empty=True)
+        check_name(call.user_id, "user_id", allow_empty=True)
     for name, value in (("input_hash", call.input_hash), ("output_hash", call.output_hash)):
         if value is not None and not is_content_hash(value):
             raise InvalidRecordError(f"{name} must be 64 lowercase hex characters or None")
-    _check_status(call.status)
+    check_status(call.status)
     if call.reusable and (call.status != "ok" or call.input_hash is None):
         raise InvalidRecordError("only an ok record with an input hash can be reusable")
-    timestamp = _epoch(call.timestamp, "timestamp")
+    timestamp = epoch_seconds(call.timestamp, "timestamp")
     if not isinstance(call.metadata, Mapping):
         raise InvalidRecordError("metadata must be a JSON object (a mapping)")
     metadata = canonical_json(dict(call.metadata))  # NotJSONSafeError names the field
@@ -519,16 +358,18 @@ def _row_of(call: NewToolCall) -> tuple[Any, ...]:
     )
 
 
-def _record_of(row: Any) -> ToolCallRecord:
-    record_id, session, user, tool, input_hash, output_hash, status, reusable = row[:8]
-    at, meta, version = row[8:]
-    return ToolCallRecord(
-        record_id, session, user or None, tool, input_hash, output_hash, status, bool(reusable),
-        at, meta, version,
-    )  # fmt: skip
+def check_reuse_lookup(input_hash: object, tool_version: object, max_age: float) -> None:
+    """The arguments of :meth:`ToolCallIndex.latest_reusable` (raises
+    :class:`InvalidRecordError`)."""
+    if not isinstance(input_hash, str) or not is_content_hash(input_hash):
+        raise InvalidRecordError("input_hash must be 64 lowercase hex characters")
+    check_name(tool_version, "tool_version", allow_empty=True)
+    if not max_age > 0:  # also refuses NaN; infinity means "any age"
+        raise InvalidRecordError(f"max_age must be a positive number, got {max_age!r}")
 
 
-def _check_name(value: object, what: str, *, allow_empty: bool) -> None:
+def check_name(value: object, what: str, *, allow_empty: bool) -> None:
+    """A name field: a string of at most :data:`MAX_NAME_LENGTH` characters."""
     if not isinstance(value, str):
         raise InvalidRecordError(f"{what} must be a string, not {type(value).__name__}")
     if not value and not allow_empty:
@@ -537,18 +378,26 @@ def _check_name(value: object, what: str, *, allow_empty: bool) -> None:
         raise InvalidRecordError(f"{what} is longer than {MAX_NAME_LENGTH} characters")
 
 
-def _check_status(status: object) -> None:
+def check_status(status: object) -> None:
+    """One of :data:`ToolCallStatus`."""
     if status not in _STATUSES:
         raise InvalidRecordError(f"status must be one of {sorted(_STATUSES)}, not {status!r}")
 
 
-def _check_limit(limit: int) -> int:
+def check_order(order: object) -> None:
+    """``"newest"`` or ``"oldest"``."""
+    if order not in ("newest", "oldest"):
+        raise InvalidRecordError(f"order must be 'newest' or 'oldest', not {order!r}")
+
+
+def check_limit(limit: int) -> int:
+    """A query's ``limit``: an integer from 1 to :data:`MAX_QUERY_LIMIT`."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_QUERY_LIMIT:
         raise InvalidRecordError(f"limit must be an integer from 1 to {MAX_QUERY_LIMIT}")
     return limit
 
 
-def _epoch(value: object, what: str) -> float:
+def epoch_seconds(value: object, what: str) -> float:
     """Epoch seconds from a number or an aware datetime (raises :class:`InvalidRecordError`)."""
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:

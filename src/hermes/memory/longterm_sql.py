@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from hermes.agent.compose import load_lexicon
 from hermes.memory import concepts
 from hermes.memory.concepts import indexed_text
 from hermes.memory.crosslang import expand
@@ -30,7 +31,7 @@ from hermes.memory.keywords import (
     owner_token,
     remove_from_index,
 )
-from hermes.memory.lexicon import Lexicon, load_lexicon
+from hermes.memory.lexicon import Lexicon
 from hermes.memory.longterm_schema import bump_user_version, write_transaction
 from hermes.memory.records import (
     ACTIVE_SQL,

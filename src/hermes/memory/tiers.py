@@ -48,7 +48,6 @@ before the index had the column are never reused (see ``hermes.memory.index``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
@@ -64,7 +63,7 @@ from hermes.memory.archive import (
     ArchiveCorruptError,
     ArchiveError,
     ArchiveTooLargeError,
-    LocalArchive,
+    ArchiveUpkeep,
 )
 from hermes.memory.cache import TOOL_RESULTS, UNCONFIRMED_RESULTS, MemoryCache
 from hermes.memory.hashing import NotJSONSafeError, canonical_json, content_hash, hash_bytes
@@ -230,10 +229,15 @@ class ToolMemory:
     ) -> ToolMemory:
         """The tiers under ``directory``: ``memory.db`` (L2) and ``archive/`` (L3) — put it
         beside the session database (e.g. ``.hermes/``). Raises ``StoreError`` for a bad file.
+
+        Which backends those are is the storage layer's choice, asked through the composition
+        root (memory/ never imports storage/, DESIGN.md "Layers"); the import is here, not at
+        the top, because the composition root is the upper layer.
         """
-        root = Path(directory)
-        index = ToolCallIndex(root / "memory.db", debug=debug)
-        return cls(index, LocalArchive(root / "archive"), cache, clock=clock)
+        from hermes.agent.compose import open_tool_memory_backends
+
+        index, archive = open_tool_memory_backends(Path(directory), debug=debug)
+        return cls(index, archive, cache, clock=clock)
 
     async def close(self) -> None:
         """Close the index (the L1 cache simply goes away with the object)."""
@@ -535,32 +539,20 @@ class ToolMemory:
         orphaned = await self.index.prune(stamp - older_than)
         blobs = sum([await self._drop_blob(digest) for digest in orphaned])
         temp = unnamed = 0
-        if isinstance(self.archive, LocalArchive):
-            temp, unnamed = await self._sweep_local(self.archive, stamp - blob_grace)
+        if isinstance(self.archive, ArchiveUpkeep):
+            temp, unnamed = await self._sweep(self.archive, stamp - blob_grace)
         logger.info("tool_memory_pruned", records_blobs=blobs, temp=temp, unreferenced=unnamed)
         return {"blobs": blobs, "temp_files": temp, "unreferenced_blobs": unnamed}
 
-    async def _sweep_local(self, archive: LocalArchive, cutoff: float) -> tuple[int, int]:
-        temp = await asyncio.to_thread(archive.sweep_temp)
-        old = await asyncio.to_thread(_old_digests, archive, cutoff)
+    async def _sweep(self, archive: ArchiveUpkeep, cutoff: float) -> tuple[int, int]:
+        temp = await archive.sweep_leftovers()
+        old = await archive.digests_before(cutoff)
         removed = 0
         for start in range(0, len(old), 500):
             chunk = old[start : start + 500]
             used = await self.index.referenced(chunk)
             removed += sum([await self._drop_blob(d) for d in chunk if d not in used])
         return temp, removed
-
-
-def _old_digests(archive: LocalArchive, cutoff: float) -> list[str]:
-    """Digests of the blobs last written before ``cutoff`` (epoch seconds)."""
-    old = []
-    for digest in archive.digests():
-        try:
-            if archive.path_of(digest).stat().st_mtime < cutoff:
-                old.append(digest)
-        except FileNotFoundError:
-            continue  # deleted meanwhile
-    return old
 
 
 def tool_fingerprint(name: str, parameters: Mapping[str, Any], extra: Any = None) -> str:

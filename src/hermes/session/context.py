@@ -22,7 +22,13 @@ from typing import Any
 from hermes.session.fitting import FRESH_FLOOR_TOKENS, fit
 from hermes.session.items import ContextSlice, Item
 from hermes.session.sticky import STICKY_HEADER, sticky_line
-from hermes.session.tokens import REPLY_PRIMING, count_tokens, message_tokens
+from hermes.session.tokens import (
+    MESSAGE_OVERHEAD,
+    REPLY_PRIMING,
+    TOOL_CALL_OVERHEAD,
+    count_tokens,
+    message_tokens,
+)
 
 __all__ = [
     "DEFAULT_ROUNDS",
@@ -82,10 +88,11 @@ def build_messages(
     """The chat messages for ``slice``, repaired and fitted to ``budget_tokens`` in the order
     of sacrifice of :func:`hermes.session.fitting.fit` (the last round is this turn)."""
     messages = _head(slice, system_prompt, extra_system, budget_tokens)
-    rounds, repaired, sticky = _rounds(slice.window)
+    total = REPLY_PRIMING + sum(message_tokens(m) for m in messages)
+    rounds, repaired, sticky, window_tokens = _rounds(slice.window)
     for round_messages in rounds:
         messages.extend(round_messages)
-    total = REPLY_PRIMING + sum(message_tokens(m) for m in messages)
+    total += window_tokens
     fitted = fit(messages, total, budget_tokens, sticky=lambda m: id(m) in sticky)
     return BuiltContext(messages, fitted.tokens, fitted.dropped_rounds, repaired, fitted.truncated)
 
@@ -150,16 +157,20 @@ def _sticky_line(item: Item) -> str:
 _INFRA_FAILURES = frozenset({"error", "timeout"})
 
 
-def _convert(window: list[Item]) -> tuple[list[Message], dict[str, str], int, set[int]]:
-    """Window items → messages without tool results, plus the results by call id, the repairs
-    and the ``id()`` of the messages of sticky user items.
+def _convert(
+    window: list[Item],
+) -> tuple[list[Message], list[int], dict[str, Item], int, set[int]]:
+    """Window items → messages without tool results, plus each message's tokens (-1: count it
+    once its content is final), the result items by call id, the repairs and the ``id()`` of
+    the messages of sticky user items.
 
     Consecutive assistant items (text and tool calls) become one assistant message. Summary and
     state items are log markers, not conversation, and are skipped.
     """
     sticky: set[int] = set()
     messages: list[Message] = []
-    results: dict[str, str] = {}
+    costs: list[int] = []
+    results: dict[str, Item] = {}
     call_ids: set[str] = set()
     repaired = 0
     assistant: Message | None = None
@@ -175,44 +186,89 @@ def _convert(window: list[Item]) -> tuple[list[Message], dict[str, str], int, se
             if assistant is None:
                 assistant = {"role": "assistant", "content": None}
                 messages.append(assistant)
-            if kind == "text":
-                previous = assistant["content"]
-                assistant["content"] = (
-                    item.content if previous is None else previous + "\n" + item.content
-                )
-                continue
-            call_id = item.tool_call_id or f"call_{item.seq}"
-            if call_id in call_ids:  # a duplicated id would make the pairing ambiguous
-                repaired += 1
-                continue
-            call_ids.add(call_id)
-            function = {"name": item.tool_name or "unknown", "arguments": item.content or "{}"}
-            assistant.setdefault("tool_calls", []).append(
-                {"id": call_id, "type": "function", "function": function}
-            )
+                costs.append(MESSAGE_OVERHEAD)
+            if not _add_to_assistant(assistant, item, costs, call_ids):
+                repaired += 1  # a duplicated call id would make the pairing ambiguous
             continue
         assistant = None
         if kind == "tool_result":
             if item.tool_call_id and item.tool_call_id not in results:
-                results[item.tool_call_id] = item.content
+                results[item.tool_call_id] = item
             else:  # no id, or a second result for the same call
                 repaired += 1
         elif item.role in ("user", "system"):
             messages.append({"role": item.role, "content": item.content})
+            costs.append(_item_tokens(item))
             if item.sticky and item.role == "user":
                 sticky.add(id(messages[-1]))
         else:  # a text item with role "tool" has no call to answer
             repaired += 1
-    return messages, results, repaired, sticky
+    return messages, costs, results, repaired, sticky
 
 
-def _rounds(window: list[Item]) -> tuple[list[list[Message]], int, set[int]]:
+def _add_to_assistant(assistant: Message, item: Item, costs: list[int], call_ids: set[str]) -> bool:
+    """Add a text or a call to the assistant message (the last of ``costs``); False when the
+    call's id was seen before and the call is left out."""
+    if item.kind == "text":
+        previous = assistant["content"]
+        if previous is None:
+            assistant["content"] = item.content
+            if costs[-1] >= 0:
+                costs[-1] += _item_tokens(item)
+        else:  # texts joined: counted once the joined text is whole
+            assistant["content"] = previous + "\n" + item.content
+            costs[-1] = -1
+        return True
+    call_id = item.tool_call_id or f"call_{item.seq}"
+    if call_id in call_ids:
+        return False
+    call_ids.add(call_id)
+    function = {"name": item.tool_name or "unknown", "arguments": item.content or "{}"}
+    assistant.setdefault("tool_calls", []).append(
+        {"id": call_id, "type": "function", "function": function}
+    )
+    if costs[-1] >= 0:
+        costs[-1] += _item_tokens(item)
+    return True
+
+
+def _item_tokens(item: Item) -> int:
+    """What ``item`` adds to the tokens of the message it becomes part of, counted once and
+    kept on the item (``Item.tokens``): the store keeps a live session's window in memory, so
+    the same items come back turn after turn. A user or system text: its whole message; an
+    assistant text: its text; a call: its entry in ``tool_calls``; a result: its whole tool
+    message. Exactly what :func:`~hermes.session.tokens.message_tokens` counts for them."""
+    tokens = item.tokens
+    if tokens < 0:
+        kind = item.kind
+        if kind == "tool_call":
+            tokens = (
+                TOOL_CALL_OVERHEAD
+                + count_tokens(item.tool_name or "unknown")
+                + count_tokens(item.content or "{}")
+            )
+        elif kind == "tool_result":
+            tokens = (
+                MESSAGE_OVERHEAD
+                + count_tokens(item.content)
+                + count_tokens(item.tool_call_id or "")
+            )
+        elif item.role == "assistant":
+            tokens = count_tokens(item.content)
+        else:
+            tokens = MESSAGE_OVERHEAD + count_tokens(item.content)
+        item.tokens = tokens
+    return tokens
+
+
+def _rounds(window: list[Item]) -> tuple[list[list[Message]], int, set[int], int]:
     """The window as rounds of messages, each call followed by its result (seed 001 §2.3),
-    the repairs made and the ``id()`` of sticky user messages."""
-    converted, results, repaired, sticky = _convert(window)
+    the repairs made, the ``id()`` of sticky user messages and the messages' tokens."""
+    converted, costs, results, repaired, sticky = _convert(window)
     rounds: list[list[Message]] = []
     current: list[Message] = []
-    for message in converted:
+    total = 0
+    for message, cost in zip(converted, costs, strict=True):
         role = message["role"]
         if role == "user" and current:
             rounds.append(current)
@@ -223,16 +279,21 @@ def _rounds(window: list[Item]) -> tuple[list[list[Message]], int, set[int]]:
         if message.get("content") is None:
             message["content"] = ""  # never null: real servers refuse it (llama.cpp#13471)
         current.append(message)
+        total += cost if cost >= 0 else message_tokens(message)
         for call in calls or ():
-            content = results.pop(call["id"], None)
-            if content is None:
+            result = results.pop(call["id"], None)
+            if result is None:
                 repaired += 1
-                content = MISSING_RESULT
-            current.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+                answer = {"role": "tool", "tool_call_id": call["id"], "content": MISSING_RESULT}
+                total += message_tokens(answer)
+            else:
+                answer = {"role": "tool", "tool_call_id": call["id"], "content": result.content}
+                total += _item_tokens(result)
+            current.append(answer)
     if current:
         rounds.append(current)
     repaired += len(results)  # results whose call is not in the window are dropped
-    return rounds, repaired, sticky
+    return rounds, repaired, sticky, total
 
 
 def fit_messages(messages: list[Message], total: int, budget_tokens: int) -> tuple[int, int]:

@@ -24,7 +24,9 @@ class Item:
     - ``summary``: a rolling summary; ``meta["covers_until"]`` is the last seq it folds in.
     - ``state``: a marker of a state change worth keeping in the log (e.g. an approval).
 
-    ``seq`` and ``created_at`` are assigned by the store on append.
+    ``seq`` and ``created_at`` are assigned by the store on append. ``tokens`` is not data: the
+    context builder's memo of what the item costs in a request (-1 until counted), so a window
+    the store keeps in memory is not counted again on every turn (``hermes.session.context``).
     """
 
     role: ItemRole
@@ -37,6 +39,7 @@ class Item:
     meta: dict[str, Any] | None = None
     seq: int = 0
     created_at: float = 0.0
+    tokens: int = field(default=-1, init=False, repr=False, compare=False)
 
 
 @dataclass(slots=True)

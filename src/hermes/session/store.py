@@ -4,7 +4,8 @@ implements it and passes the same conformance tests (``tests/storage/conformance
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
@@ -76,3 +77,66 @@ class Store(Protocol):
     async def close(self) -> None:
         """Release connections and threads."""
         ...
+
+
+@dataclass(slots=True)
+class TurnStart:
+    """What :func:`begin_turn` found and wrote: the session as it was before the turn
+    (``record``) and, when the turn went ahead, its context (``slice``, read before the
+    message) and the message as stored (``stored``); both None when it did not."""
+
+    record: SessionRecord
+    slice: ContextSlice | None = None
+    stored: Item | None = None
+
+
+@runtime_checkable
+class TurnStarts(Protocol):
+    """A store that begins a turn in one call (optional; :func:`begin_turn` falls back on the
+    :class:`Store` methods for a store without it)."""
+
+    async def begin_turn(
+        self,
+        session_id: str,
+        user_id: str | None,
+        item: Item,
+        *,
+        rounds: int,
+        fence: int | None,
+        proceed: Callable[[SessionState], bool],
+    ) -> TurnStart:
+        """:func:`begin_turn`, as one call to the backend."""
+        ...
+
+
+async def begin_turn(
+    store: Store,
+    session_id: str,
+    user_id: str | None,
+    item: Item,
+    *,
+    rounds: int,
+    fence: int | None,
+    proceed: Callable[[SessionState], bool],
+) -> TurnStart:
+    """Begin a turn: the session (created if missing, as ``ensure_session``), then — when
+    ``proceed(state)`` holds for its stored state — the last ``rounds`` rounds
+    (``context_slice``) and ``item`` appended under the claim ``fence``, without a state (the
+    turn's next write saves it). When ``proceed`` says no (a session a turn must repair first,
+    or one waiting for an approval), nothing is written and the caller goes on step by step.
+
+    One call to the backend where the store offers it (:class:`TurnStarts`: the SQLite store
+    does it in one hop, reading and writing on one connection); otherwise the three calls.
+    Raises what ``ensure_session`` and ``append`` raise (``SessionAccessError``,
+    ``ClaimLostError`` …); then nothing of the message is stored.
+    """
+    if isinstance(store, TurnStarts):
+        return await store.begin_turn(
+            session_id, user_id, item, rounds=rounds, fence=fence, proceed=proceed
+        )
+    record = await store.ensure_session(session_id, user_id)
+    if not proceed(record.state):
+        return TurnStart(record)
+    slice_ = await store.context_slice(session_id, rounds)
+    (stored,) = await store.append(session_id, [item], fence=fence)
+    return TurnStart(record, slice_, stored)

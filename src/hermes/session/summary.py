@@ -226,13 +226,37 @@ async def fold_backlog(
     trace_id: str | None = None,
     fence: int | None = None,
 ) -> Item | None:
-    """Fold the slice's backlog into a new summary item once it holds ``min_backlog`` items.
+    """Fold the slice's backlog into a new summary item once it holds ``min_backlog`` items:
+    :func:`summarize_backlog`, then the item appended under the claim ``fence``
+    (``Store.append``) and returned stored; None when there is not enough to fold."""
+    summary = await summarize_backlog(
+        store, session_id, slice, summarizer,
+        min_backlog=min_backlog, max_items=max_items, trace_id=trace_id,
+    )  # fmt: skip
+    if summary is None:
+        return None
+    (stored,) = await store.append(session_id, [summary], fence=fence)
+    return stored
+
+
+async def summarize_backlog(
+    store: Store,
+    session_id: str,
+    slice: ContextSlice,
+    summarizer: Summarizer,
+    *,
+    min_backlog: int = 8,
+    max_items: int = 400,
+    trace_id: str | None = None,
+) -> Item | None:
+    """The summary item folding the slice's backlog (not stored yet), once the backlog holds
+    ``min_backlog`` items; None when there is not enough to fold.
 
     Reads at most ``max_items`` of the newest backlog items (older ones are named in the summary
-    as not summarized), so the cost is bounded whatever the session's length. Appends and
-    returns the summary item (role ``system``, ``meta["covers_until"] = window_start - 1``), or
-    returns None when there is not enough to fold. The summary carries ``trace_id``, the turn
-    that folded it, and is written under that turn's claim ``fence`` (``Store.append``).
+    as not summarized), so the cost is bounded whatever the session's length. The item has role
+    ``system``, ``meta["covers_until"] = window_start - 1`` and carries ``trace_id``, the turn
+    that folded it. A summary is derived data: one lost before it is stored (a turn that dies
+    first) is folded again by the next turn.
     """
     if slice.backlog < max(1, min_backlog):
         return None
@@ -250,12 +274,10 @@ async def fold_backlog(
             f"({skipped} earlier messages not summarized / 另有 {skipped} 条更早的消息未纳入摘要)"
         )
         text = f"{note}\n{text}"
-    summary = Item(
+    return Item(
         role="system",
         kind="summary",
         content=text,
         trace_id=trace_id,
         meta={"covers_until": slice.window_start - 1, "folded": len(items), "skipped": skipped},
     )
-    (stored,) = await store.append(session_id, [summary], fence=fence)
-    return stored

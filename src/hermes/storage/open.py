@@ -1,6 +1,7 @@
 """The one place a URL becomes a backend (DESIGN.md, "Layers": storage/open.py turns a URL into
 the backend of each protocol): what a user wrote for ``store=`` (nothing, a path, a URL, a
-ready store) becomes a ``Store``, and the ``SessionLocks`` that go with it are picked here.
+ready store) becomes a ``Store``, and the ``SessionLocks`` that go with it are picked here; so
+are the tool-call index and archive of a ``.hermes/`` directory, and the lexicon's cache file.
 
 Only the composition root (``hermes.agent.compose``) imports this module (STYLE.md §11).
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes.errors import ConfigError
 from hermes.session.locks import LocalSessionLocks, SessionLocks
@@ -19,6 +21,11 @@ from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.storage.sqlite.sessions import DEFAULT_DB_PATH, SQLiteStore
 from hermes.tools.builtin.notes_store import NotesStores
 from hermes.tools.pipeline.idempotency_records import IdempotencyRecords, RecordsPerWorkspace
+
+if TYPE_CHECKING:
+    from hermes.memory.archive import Archive
+    from hermes.memory.index import ToolCallIndex
+    from hermes.memory.lexicon import Lexicon
 
 _SQLITE_SCHEME = "sqlite://"
 _SERVER_SCHEMES = ("postgres://", "postgresql://", "redis://")
@@ -91,11 +98,60 @@ def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None
         )
 
 
+# -- tool-call records and archive -----------------------------------------------------------
+
+
+def open_tool_memory_backends(
+    directory: str | os.PathLike[str], *, debug: bool = False
+) -> tuple[ToolCallIndex, Archive]:
+    """The L2 index and the L3 archive of the tool-call tiers under ``directory`` (a
+    ``.hermes/`` directory): ``memory.db`` (:class:`SQLiteToolCallIndex`, opened and migrated
+    now; ``debug`` makes its queries return their SQL and plan) and ``archive/``
+    (:class:`LocalArchive`, created on its first write). Raises ``StoreError`` for an unusable
+    file; nothing stays open when it does.
+
+    The backends are imported here, not at the top: an agent without memory never loads the
+    memory package (``tests/agent/test_turn_memory.py``)."""
+    from hermes.storage.files.archive import LocalArchive
+    from hermes.storage.sqlite.tool_calls import SQLiteToolCallIndex
+
+    root = Path(directory)
+    index = SQLiteToolCallIndex(root / "memory.db", debug=debug)
+    return index, LocalArchive(root / "archive")
+
+
+# -- end of tool-call records and archive ------------------------------------------------------
+
+
+# -- the lexicon's cache file ------------------------------------------------------------------
+
+
+def load_lexicon(*, wait: bool = True) -> Lexicon | None:
+    """The process-wide Chinese↔English lexicon: its SQLite cache file, built in a background
+    thread the first time on a machine (``wait=False``: ``None`` until it is ready); ``None``
+    when the dictionary is not installed. See
+    :func:`hermes.storage.sqlite.lexicon.load_lexicon` (imported here: see
+    :func:`open_tool_memory_backends`)."""
+    from hermes.storage.sqlite.lexicon import load_lexicon as load
+
+    return load(wait=wait)
+
+
+def lexicon_building() -> bool:
+    """Whether this process is building the lexicon's cache file now."""
+    from hermes.storage.sqlite.lexicon import lexicon_building as building
+
+    return building()
+
+
+# -- end of the lexicon's cache file -----------------------------------------------------------
+
+
 def _resolve(path: Path, base_dir: Path | None) -> Path:
     return path if path.is_absolute() or base_dir is None else base_dir / path
 
 
-# -- idempotency records and notes --
+# -- idempotency records and notes -----------------------------------------------------------------
 
 #: The idempotency files of this process: one connection per file, shared by every agent on it
 #: and open for the life of the process (as the process-wide policy state kept them before).
@@ -131,3 +187,6 @@ def open_notes(store: Store) -> NotesStores:
     each call's workspace, whatever the store (notes have always lived in the workspace)."""
     del store  # a server backend of notes will be chosen by the store's URL
     return workspace_notes
+
+
+# -- end of idempotency records and notes ----------------------------------------------------------

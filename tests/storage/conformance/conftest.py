@@ -1,7 +1,8 @@
 """Fixtures of the conformance suites: ``backend``/``store`` run a test on every store backend,
 ``locks_backend``/``make_locks`` on every ``SessionLocks``, ``memory_backend``/``memory_store``
-on every backend of the memory protocols, ``idempotency_backend`` and ``notes_backend`` on
-every backend of theirs (``tests.storage.backends``)."""
+on every backend of the memory protocols, ``tool_calls_backend``/``tool_calls`` on every
+tool-call index, ``archive_backend``/``archive`` on every L3 archive, ``idempotency_backend`` and
+``notes_backend`` on every backend of theirs (``tests.storage.backends``)."""
 
 from __future__ import annotations
 
@@ -11,19 +12,25 @@ from pathlib import Path
 
 import pytest
 
+from hermes.memory.archive import Archive
+from hermes.memory.index import ToolCallIndex
 from hermes.memory.longterm import MemoryStore
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from tests.storage.backends import (
+    ARCHIVE_BACKENDS,
     IDEMPOTENCY_BACKENDS,
     LOCKS_BACKENDS,
     MEMORY_BACKENDS,
     NOTES_BACKENDS,
     STORE_BACKENDS,
+    TOOL_CALL_INDEX_BACKENDS,
+    ArchiveBackend,
     Backend,
     IdempotencyBackend,
     MemoryBackend,
     NotesBackend,
+    ToolCallIndexBackend,
 )
 
 LocksFactory = Callable[[], SessionLocks]
@@ -63,7 +70,35 @@ async def memory_store(memory_backend: MemoryBackend) -> AsyncIterator[MemorySto
     await opened.close()
 
 
-# -- idempotency records and notes --
+# -- tool-call records and archive -----------------------------------------------------------
+
+
+@pytest.fixture(params=sorted(TOOL_CALL_INDEX_BACKENDS))
+def tool_calls_backend(request: pytest.FixtureRequest, tmp_path: Path) -> ToolCallIndexBackend:
+    return TOOL_CALL_INDEX_BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+async def tool_calls(tool_calls_backend: ToolCallIndexBackend) -> AsyncIterator[ToolCallIndex]:
+    opened = tool_calls_backend.open()
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture(params=sorted(ARCHIVE_BACKENDS))
+def archive_backend(request: pytest.FixtureRequest, tmp_path: Path) -> ArchiveBackend:
+    return ARCHIVE_BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+def archive(archive_backend: ArchiveBackend) -> Archive:
+    return archive_backend.open()
+
+
+# -- end of tool-call records and archive ------------------------------------------------------
+
+
+# -- idempotency records and notes -----------------------------------------------------------------
 
 
 @pytest.fixture(params=sorted(IDEMPOTENCY_BACKENDS))
@@ -78,3 +113,6 @@ async def idempotency_backend(
 @pytest.fixture(params=sorted(NOTES_BACKENDS))
 def notes_backend(request: pytest.FixtureRequest, tmp_path: Path) -> NotesBackend:
     return NOTES_BACKENDS[request.param](tmp_path)
+
+
+# -- end of idempotency records and notes ----------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 
 from hermes.errors import ClaimLostError, InvalidIdError, SessionAccessError, StoreError
 from hermes.session.items import Item, SessionState
-from hermes.session.store import Store
+from hermes.session.store import Store, begin_turn
 from tests.session.helpers import call, result, rounds, say, summary, user
 from tests.storage.backends import Backend
 
@@ -454,3 +454,104 @@ async def test_the_claimant_keeps_writing_and_a_newer_claim_takes_over(store: St
 async def test_a_fenced_write_to_a_missing_session_is_a_store_error(store: Store):
     with pytest.raises(StoreError, match="does not exist"):
         await store.append("session-missing", [Item("user", "text", "x")], fence=1)
+
+
+# -- beginning a turn (hermes.session.store.begin_turn: one call where the backend offers it) --
+
+
+class _StepByStep:
+    """The store with only the ``Store`` methods: ``begin_turn`` takes its fallback path."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> object:
+        if name == "begin_turn":
+            raise AttributeError(name)
+        return getattr(self._store, name)
+
+
+@pytest.fixture(params=["one call", "step by step"])
+def starter(request: pytest.FixtureRequest, store: Store) -> Store:
+    return store if request.param == "one call" else _StepByStep(store)  # type: ignore[return-value]
+
+
+def _always(state: SessionState) -> bool:
+    return True
+
+
+async def test_begin_turn_creates_the_session_and_stores_the_message(starter: Store):
+    start = await begin_turn(starter, SID, "u1", user("hello"), rounds=3, fence=7, proceed=_always)
+    assert start.record.session_id == SID
+    assert start.record.user_id == "u1"
+    assert start.record.state.fsm_state == "idle"
+    assert start.slice is not None
+    assert start.slice.window == []
+    assert start.stored is not None
+    assert (start.stored.seq, start.stored.content) == (1, "hello")
+    assert start.stored.created_at > 0
+    assert [i.content for i in await starter.read_items(SID)] == ["hello"]
+
+
+async def test_begin_turn_reads_the_context_before_the_message(starter: Store):
+    await starter.ensure_session(SID, "u1")
+    await starter.append(SID, rounds(4))
+    expected = await starter.context_slice(SID, 2)
+    start = await begin_turn(
+        starter, SID, "u1", user("next"), rounds=2, fence=None, proceed=_always
+    )
+    assert start.slice is not None
+    assert start.stored is not None
+    assert [i.seq for i in start.slice.window] == [i.seq for i in expected.window]
+    assert (start.slice.backlog, start.slice.window_start) == (
+        expected.backlog,
+        expected.window_start,
+    )
+    assert start.stored.seq == expected.window[-1].seq + 1
+    window = (await starter.context_slice(SID, 2)).window
+    assert window[-1].content == "next"  # the next read holds it
+
+
+async def test_begin_turn_saves_no_state_with_the_message(starter: Store):
+    await starter.ensure_session(SID, "u1")
+    kept = SessionState(fsm_state="collecting_parameters", state_entered_at=5.0, scratch={"a": 1})
+    await starter.save_state(SID, kept)
+    start = await begin_turn(starter, SID, "u1", user("x"), rounds=1, fence=1, proceed=_always)
+    assert start.record.state.scratch == {"a": 1}
+    record = await starter.load_session(SID)
+    assert record is not None
+    assert (record.state.fsm_state, record.state.scratch) == ("collecting_parameters", {"a": 1})
+
+
+async def test_begin_turn_writes_nothing_when_the_caller_says_not_to_proceed(starter: Store):
+    await starter.ensure_session(SID, "u1")
+    waiting = SessionState(fsm_state="executing_tool", state_entered_at=1.0)
+    await starter.save_state(SID, waiting)
+    seen: list[str] = []
+
+    def proceed(state: SessionState) -> bool:
+        seen.append(state.fsm_state)
+        return False
+
+    start = await begin_turn(starter, SID, "u1", user("x"), rounds=1, fence=1, proceed=proceed)
+    assert seen == ["executing_tool"]
+    assert (start.slice, start.stored) == (None, None)
+    assert start.record.state.fsm_state == "executing_tool"
+    assert await starter.read_items(SID) == []
+
+
+async def test_begin_turn_refuses_another_users_session_and_stores_nothing(starter: Store):
+    await starter.ensure_session(SID, "u1")
+    with pytest.raises(SessionAccessError):
+        await begin_turn(starter, SID, "u2", user("mine"), rounds=1, fence=1, proceed=_always)
+    with pytest.raises(InvalidIdError):
+        await begin_turn(starter, "bad id", "u1", user("x"), rounds=1, fence=1, proceed=_always)
+    assert await starter.read_items(SID) == []
+
+
+async def test_begin_turn_under_an_older_claim_is_refused_and_stores_nothing(starter: Store):
+    await starter.ensure_session(SID, "u1")
+    await starter.append(SID, [user("newer")], fence=20)
+    with pytest.raises(ClaimLostError):
+        await begin_turn(starter, SID, "u1", user("stale"), rounds=1, fence=10, proceed=_always)
+    assert [i.content for i in await starter.read_items(SID)] == ["newer"]

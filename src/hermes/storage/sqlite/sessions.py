@@ -13,13 +13,14 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from hermes.errors import ClaimLostError, InvalidIdError, SessionAccessError, StoreError
 from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
+from hermes.session.store import TurnStart
 from hermes.storage.sqlite.migrations import apply_migrations
 from hermes.storage.sqlite.session_migrations import MIGRATIONS
 from hermes.storage.sqlite.support import SQLiteWorker, write_transaction
@@ -268,24 +269,38 @@ class SQLiteStore(SQLiteWorker):
         state_row = None if state is None else _state_values(state)
         now = time.time()
         first = await self._run("append", _append, session_id, rows, state_row, now, fence=fence)
-        # Field by field rather than dataclasses.replace: this is on every turn's hot path.
-        stored = [
-            Item(
-                item.role,
-                item.kind,
-                item.content,
-                item.tool_call_id,
-                item.tool_name,
-                item.sticky,
-                item.trace_id,
-                item.meta,
-                first + i,
-                now,
-            )
-            for i, item in enumerate(items)
-        ]
+        stored = [_stored_copy(item, first + i, now) for i, item in enumerate(items)]
         self._windows.extend(session_id, first, stored)
         return stored
+
+    async def begin_turn(
+        self,
+        session_id: str,
+        user_id: str | None,
+        item: Item,
+        *,
+        rounds: int,
+        fence: int | None,
+        proceed: Callable[[SessionState], bool],
+    ) -> TurnStart:
+        """``hermes.session.store.begin_turn`` in one call: the session ensured, the slice read
+        and the message written on one connection, in one hop (a call that meets another
+        process's lock runs again, whole, on the worker: each step is safe to repeat)."""
+        if rounds < 1:
+            raise ValueError(f"rounds must be at least 1, got {rounds}")
+        _check_ids(session_id, user_id)
+        now = time.time()
+        start = await self._run(
+            "begin_turn", _begin_turn, session_id, user_id, _item_values(item), now,
+            limits=(rounds, self.window_limit, self.sticky_limit), fence=fence, proceed=proceed,
+            windows=self._windows,
+        )  # fmt: skip
+        if isinstance(start, SessionRecord):
+            return TurnStart(start)
+        record, slice_, first = start
+        stored = _stored_copy(item, first, now)
+        self._windows.extend(session_id, first, [stored])
+        return TurnStart(record, slice_, stored)
 
     async def save_state(self, session_id: str, state: SessionState) -> None:
         """Save the volatile state of a session (raises ``StoreError`` if it does not exist)."""
@@ -311,7 +326,9 @@ class SQLiteStore(SQLiteWorker):
         if limit <= 0:
             return []
         upper = _NO_UPPER_BOUND if before_seq is None else before_seq
-        return await self._run("read_items", _read_items, session_id, after_seq, upper, limit)
+        return await self._run(
+            "read_items", _read_items, session_id, after_seq, upper, limit, windows=self._windows
+        )
 
     async def list_sessions(
         self, user_id: str | None = None, limit: int = 50
@@ -412,6 +429,45 @@ def _ensure_locked(
     return None
 
 
+def _stored_copy(item: Item, seq: int, now: float) -> Item:
+    """``item`` as stored at ``seq``; field by field rather than ``dataclasses.replace``:
+    this is on every turn's hot path."""
+    return Item(
+        item.role,
+        item.kind,
+        item.content,
+        item.tool_call_id,
+        item.tool_name,
+        item.sticky,
+        item.trace_id,
+        item.meta,
+        seq,
+        now,
+    )
+
+
+def _begin_turn(
+    conn: sqlite3.Connection,
+    session_id: str,
+    user_id: str | None,
+    values: tuple[Any, ...],
+    now: float,
+    *,
+    limits: tuple[int, int, int],
+    fence: int | None,
+    proceed: Callable[[SessionState], bool],
+    windows: WindowCache,
+) -> SessionRecord | tuple[SessionRecord, ContextSlice, int]:
+    """The session; and, if ``proceed`` holds for its state, its slice and the seq of the
+    message appended after it (the slice is read first, so it does not hold the message)."""
+    record = _ensure_session(conn, session_id, user_id, None, now)
+    if not proceed(record.state):
+        return record
+    rounds, window_limit, sticky_limit = limits
+    slice_ = _context_slice(conn, session_id, rounds, window_limit, sticky_limit, windows=windows)
+    return record, slice_, _append(conn, session_id, [values], None, now, fence=fence)
+
+
 def _append(
     conn: sqlite3.Connection,
     session_id: str,
@@ -491,10 +547,10 @@ def _context_slice(
             _item_from_row(r)
             for r in conn.execute(SQL_WINDOW, (session_id, after, last_seq - after + 1))
         )
-    windows.put(session_id, found[1], window)
     row = conn.execute(SQL_LATEST_SUMMARY, (session_id,)).fetchone()
     summary = None if row is None else _item_from_row(row)
     covered = 0 if summary is None else _covers_until(summary)
+    windows.put(session_id, found[1], window, keep_from=covered + 1)
     sticky = [
         _item_from_row(r)
         for r in conn.execute(SQL_STICKY, (session_id, window_start, sticky_limit))
@@ -519,8 +575,26 @@ def _context_slice(
 
 
 def _read_items(
-    conn: sqlite3.Connection, session_id: str, after_seq: int, before_seq: int, limit: int
+    conn: sqlite3.Connection,
+    session_id: str,
+    after_seq: int,
+    before_seq: int,
+    limit: int,
+    *,
+    windows: WindowCache,
 ) -> list[Item]:
+    found = conn.execute(
+        "SELECT last_seq, created_at FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if found is None:
+        return []
+    # The backlog a turn reads sits just before its window, which the cache keeps with it.
+    cached = windows.span(
+        session_id, found[1], after=after_seq, before=before_seq, last_seq=int(found[0]),
+        limit=limit,
+    )  # fmt: skip
+    if cached is not None:
+        return cached
     cursor = conn.execute(SQL_READ_ITEMS, (session_id, after_seq, before_seq, limit))
     return [_item_from_row(r) for r in cursor]
 

@@ -24,6 +24,9 @@ from hermes.session.items import Item
 DEFAULT_SESSIONS = 512
 #: An entry that grows past this many items without a read is dropped (the next read refills).
 MAX_RUN = 4096
+#: Items before the window an entry keeps (the backlog not yet folded into the summary, which
+#: the turn reads too); a longer backlog is read from the file.
+MAX_BACKLOG = 64
 
 
 @dataclass(slots=True, frozen=True)
@@ -62,12 +65,49 @@ class WindowCache:
             self._runs.move_to_end(session_id)
         return list(run.items[start - run.first :]), run.last + 1
 
-    def put(self, session_id: str, created_at: float, window: Sequence[Item]) -> None:
-        """Keep ``window`` (contiguous items, in seq order) as the session's entry."""
+    def span(
+        self, session_id: str, created_at: float, *, after: int, before: int, last_seq: int,
+        limit: int,
+    ) -> list[Item] | None:  # fmt: skip
+        """The items with ``after < seq < before`` (at most ``limit``, none past ``last_seq``,
+        the session's latest seq just read from the database) when the entry holds all of
+        them; None when the file must be read."""
+        low, high = after + 1, min(before - 1, last_seq, after + limit)
+        with self._lock:
+            run = self._runs.get(session_id)
+            if run is None or run.created_at != created_at or run.last > last_seq:
+                return None
+            if high >= low and (run.first > low or run.last < high):
+                return None
+        return [] if high < low else list(run.items[low - run.first : high - run.first + 1])
+
+    def put(
+        self,
+        session_id: str,
+        created_at: float,
+        window: Sequence[Item],
+        *,
+        keep_from: int | None = None,
+    ) -> None:
+        """Keep ``window`` (contiguous items, in seq order) as the session's entry, with the
+        items from ``keep_from`` up to it that the entry already holds (the backlog; at most
+        :data:`MAX_BACKLOG`)."""
         if not window or self._size == 0:
             return
+        first, items = window[0].seq, tuple(window)
         with self._lock:
-            self._runs[session_id] = CachedRun(created_at, window[0].seq, tuple(window))
+            old = self._runs.get(session_id)
+            if (
+                keep_from is not None
+                and old is not None
+                and old.created_at == created_at
+                and first - MAX_BACKLOG <= keep_from < first
+                and old.first <= keep_from
+                and old.last >= first - 1
+            ):
+                items = old.items[keep_from - old.first : first - old.first] + items
+                first = keep_from
+            self._runs[session_id] = CachedRun(created_at, first, items)
             self._runs.move_to_end(session_id)
             while len(self._runs) > self._size:
                 self._runs.popitem(last=False)

@@ -1,12 +1,14 @@
-"""L2: the SQLite index of tool calls (seed 000 §3.5)."""
+"""The ToolCallIndex contract (``hermes.memory.index.ToolCallIndex``, the L2 tool-call
+records of seed 000 §2.4 and §3.5): record, read back, query by session, tool, user, status and
+time, the reuse lookup, statuses, forgetting a user, pruning, persistence and sharing. Every
+backend (``tests.storage.backends.TOOL_CALL_INDEX_BACKENDS``) must pass every test here; what
+only the SQLite file does (its schema, query plans, migrations) is in
+``tests/storage/sqlite/test_tool_calls.py``."""
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,13 +16,12 @@ import pytest
 from hermes.errors import StoreError
 from hermes.memory.hashing import NotJSONSafeError, content_hash
 from hermes.memory.index import (
-    MIGRATIONS,
     InvalidRecordError,
     NewToolCall,
     ToolCallIndex,
     ToolCallStatus,
 )
-from hermes.session.migrations import apply_migrations
+from tests.storage.backends import ToolCallIndexBackend
 
 T0 = 1_800_000_000.0
 H_IN = content_hash({"city": "上海"})
@@ -55,17 +56,17 @@ def call(
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "state" / "memory.db"
+def index(tool_calls: ToolCallIndex) -> ToolCallIndex:
+    return tool_calls
 
 
-@pytest.fixture
-async def index(db: Path) -> AsyncIterator[ToolCallIndex]:
-    opened = ToolCallIndex(db)
-    try:
-        yield opened
-    finally:
-        await opened.close()
+def _durable(backend: ToolCallIndexBackend) -> None:
+    if not backend.durable:
+        pytest.skip(f"{backend.name} keeps nothing past its object")
+
+
+def test_the_backend_is_a_tool_call_index(index: ToolCallIndex) -> None:
+    assert isinstance(index, ToolCallIndex)
 
 
 async def test_a_recorded_call_reads_back_with_every_field(index: ToolCallIndex) -> None:
@@ -246,82 +247,6 @@ async def test_set_status_confirms_a_record(index: ToolCallIndex) -> None:
     assert not await index.set_status(record_id + 99, "ok", reusable=False)
 
 
-# -- debug mode and query plans ---------------------------------------------------------------
-
-
-async def test_debug_mode_returns_the_sql_its_parameters_and_the_plan(db: Path) -> None:
-    index = ToolCallIndex(db, debug=True)
-    try:
-        await index.record(call())
-        found = await index.by_session("session-0001", limit=5)
-        assert found.sql is not None
-        assert found.sql.startswith("SELECT id, session_id")
-        assert "WHERE session_id = ?" in found.sql
-        assert found.params == ("session-0001", 5)
-        assert found.plan is not None
-        assert any("tool_calls_by_session" in step for step in found.plan)
-        # The SQL and parameters run as they are in any SQLite shell or connection:
-        with sqlite3.connect(db) as conn:
-            assert len(conn.execute(found.sql, found.params).fetchall()) == 1
-        quiet = await index.by_session("session-0001", debug=False)
-        assert (quiet.sql, quiet.params, quiet.plan) == (None, None, None)
-    finally:
-        await index.close()
-
-
-async def test_debug_can_be_asked_for_one_query(index: ToolCallIndex) -> None:
-    assert (await index.by_tool("get_weather")).sql is None
-    assert (await index.by_tool("get_weather", debug=True)).sql is not None
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "index_name"),
-    [
-        ({"session_id": "s"}, "tool_calls_by_session"),
-        ({"tool_name": "t", "since": T0, "until": T0 + 1}, "tool_calls_by_tool"),
-        ({"user_id": "u1"}, "tool_calls_by_user"),
-        ({"since": T0, "until": T0 + 1}, "tool_calls_by_time"),
-        ({"session_id": "s", "tool_name": "t"}, "tool_calls_by_session_tool"),
-    ],
-)
-async def test_each_query_shape_is_an_index_walk_without_a_sort(
-    index: ToolCallIndex, kwargs: dict[str, Any], index_name: str
-) -> None:
-    await index.record_many([call(at=T0 + i, session=f"s{i % 7}") for i in range(200)])
-    found = await index.query(**kwargs, debug=True)
-    assert found.plan is not None
-    plan = " | ".join(found.plan)
-    assert index_name in plan
-    assert "TEMP B-TREE" not in plan
-
-
-@pytest.mark.parametrize("session", [None, "session-0001"])
-async def test_the_reuse_lookup_is_one_seek_in_its_partial_index(
-    index: ToolCallIndex, session: str | None
-) -> None:
-    await index.record_many(
-        [call(at=T0 + i, reusable=i % 2 == 0, version=f"v{i % 3}") for i in range(200)]
-    )
-    found = await index.latest_reusable(
-        "get_weather",
-        H_IN,
-        user_id="u1",
-        session_id=session,
-        tool_version="v1",
-        max_age=60,
-        now=T0 + 200,
-        debug=True,
-    )
-    assert found.plan is not None
-    plan = " | ".join(found.plan)
-    # Every equality of the lookup, the tool version included, is part of the seek.
-    seek = "tool_calls_reusable (tool_name=? AND user_id=? AND input_hash=? AND tool_version=?"
-    assert seek in plan
-    assert "TEMP B-TREE" not in plan
-    assert found.first is not None
-    assert (found.first.tool_version, found.first.timestamp) == ("v1", T0 + 196)
-
-
 # -- writing in bulk, forgetting, pruning -----------------------------------------------------
 
 
@@ -400,124 +325,127 @@ async def test_a_bad_reuse_lookup_is_refused(index: ToolCallIndex) -> None:
         await index.latest_reusable("t", H_IN, user_id="u1", max_age=0, now=T0)
 
 
-# -- the file ---------------------------------------------------------------------------------
+async def test_a_record_many_of_none_is_nothing_and_ids_rise_across_batches(
+    index: ToolCallIndex,
+) -> None:
+    first = await index.record(call(step=0))
+    batch = await index.record_many([call(step=1), call(step=2)])
+    assert first < batch[0] < batch[1]
+    assert [r.id for r in (await index.query(order="oldest")).records] == [first, *batch]
 
 
-async def test_records_survive_closing_and_reopening_the_file(db: Path) -> None:
-    first = ToolCallIndex(db)
-    await first.record(call())
+async def test_set_status_can_mark_a_record_failed_and_not_reusable(index: ToolCallIndex) -> None:
+    record_id = await index.record(call(reusable=True))
+    assert await index.set_status(record_id, "error", reusable=False)
+    record = await index.get(record_id)
+    assert record is not None
+    assert (record.status, record.reusable) == ("error", False)
+    found = await index.latest_reusable("get_weather", H_IN, user_id="u1", max_age=60, now=T0)
+    assert found.first is None
+    with pytest.raises(InvalidRecordError, match="status must be one of"):
+        await index.set_status(record_id, "done", reusable=False)  # type: ignore[arg-type]
+
+
+async def test_each_status_is_found_by_its_own_query(index: ToolCallIndex) -> None:
+    statuses: list[ToolCallStatus] = ["ok", "error", "unconfirmed"]
+    for status in statuses:
+        await index.record(call(status=status, output_hash=None if status == "error" else H_OUT))
+    for status in statuses:
+        assert [r.status for r in (await index.query(status=status)).records] == [status]
+
+
+async def test_referenced_names_only_the_digests_some_record_uses(index: ToolCallIndex) -> None:
+    other = content_hash("nobody's")
+    await index.record(call(output_hash=H_OUT))
+    assert await index.referenced([H_OUT, other, H_OUT]) == {H_OUT}
+    assert await index.referenced([]) == set()
+    many = [content_hash(i) for i in range(1200)]  # more than one statement's worth
+    await index.record_many([call(output_hash=d) for d in many[::100]])
+    assert await index.referenced(many) == set(many[::100])
+
+
+async def test_forgetting_an_unknown_user_deletes_nothing(index: ToolCallIndex) -> None:
+    await index.record(call(user="u1"))
+    assert await index.forget_user("nobody") == []
+    assert len(await index.query()) == 1
+    with pytest.raises(InvalidRecordError, match="non-empty user id"):
+        await index.forget_user("")
+
+
+async def test_prune_keeps_a_blob_a_newer_record_still_names(index: ToolCallIndex) -> None:
+    await index.record(call(at=T0, output_hash=H_OUT))
+    await index.record(call(at=T0 + 100, output_hash=H_OUT))
+    assert await index.prune(datetime.fromtimestamp(T0 + 50, UTC)) == []
+    assert len(await index.query()) == 1
+
+
+async def test_debug_returns_the_query_its_parameters_and_the_plan(
+    tool_calls_backend: ToolCallIndexBackend,
+) -> None:
+    index = tool_calls_backend.open(debug=True)
+    try:
+        await index.record(call())
+        found = await index.by_session("session-0001", limit=5)
+        assert found.sql is not None
+        assert found.params is not None
+        assert "session-0001" in found.params
+        assert found.plan
+        assert len(found) == 1
+        quiet = await index.by_session("session-0001", debug=False)
+        assert (quiet.sql, quiet.params, quiet.plan) == (None, None, None)
+    finally:
+        await index.close()
+
+
+async def test_debug_can_be_asked_for_one_query(index: ToolCallIndex) -> None:
+    assert (await index.by_tool("get_weather")).sql is None
+    assert (await index.by_tool("get_weather", debug=True)).sql is not None
+
+
+# -- persistence and sharing -----------------------------------------------------------------
+
+
+async def test_records_survive_closing_and_reopening(
+    tool_calls_backend: ToolCallIndexBackend,
+) -> None:
+    _durable(tool_calls_backend)
+    first = tool_calls_backend.open()
+    record_id = await first.record(call(reusable=True, version="fp-1"))
     await first.close()
-    second = ToolCallIndex(db)
+    second = tool_calls_backend.open()
     try:
         assert len(await second.by_session("session-0001")) == 1
+        found = await second.latest_reusable(
+            "get_weather", H_IN, user_id="u1", tool_version="fp-1", max_age=60, now=T0
+        )
+        assert found.first is not None
+        assert found.first.id == record_id
     finally:
         await second.close()
 
 
-async def test_the_schema_is_versioned(index: ToolCallIndex, db: Path) -> None:
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 2
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-
-
-def _a_version_1_file(db: Path) -> None:
-    """A memory.db as the previous release left it: schema v1, whose input_hash had the tool
-    fingerprint folded in (one reusable row, one failed row)."""
-    db.parent.mkdir(parents=True)
-    conn = sqlite3.connect(db, isolation_level=None)
-    try:
-        assert apply_migrations(conn, str(db), MIGRATIONS[:1]) == 1
-        insert = (
-            "INSERT INTO tool_calls (session_id, user_id, tool_name, input_hash, output_hash, "
-            "status, reusable, created_at, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        )
-        conn.execute(
-            insert, ("session-0001", "u1", "get_weather", H_IN, H_OUT, "ok", 1, T0, '{"n":1}')
-        )
-        conn.execute(
-            insert, ("session-0001", "u1", "get_weather", H_IN, None, "error", 0, T0 + 1, "{}")
-        )
-    finally:
-        conn.close()
-
-
-async def test_a_version_1_file_is_migrated_and_its_rows_stay_readable(db: Path) -> None:
-    _a_version_1_file(db)
-    index = ToolCallIndex(db)
-    try:
-        old = (await index.by_session("session-0001", order="oldest")).records
-        assert [(r.status, r.input_hash, r.tool_version) for r in old] == [
-            ("ok", H_IN, None),
-            ("error", H_IN, None),
-        ]
-        assert old[0].metadata == {"n": 1}
-        assert len(await index.by_tool("get_weather", since=T0, until=T0 + 2)) == 2
-        for version in ("", "fp-1"):  # a row from before versions is never reused
-            stale = await index.latest_reusable(
-                "get_weather", H_IN, user_id="u1", tool_version=version, max_age=60, now=T0 + 2
-            )
-            assert stale.first is None
-        new_id = await index.record(call(at=T0 + 2, reusable=True, version="fp-1"))
-        fresh = await index.latest_reusable(
-            "get_weather", H_IN, user_id="u1", tool_version="fp-1", max_age=60, now=T0 + 3
-        )
-        assert fresh.first is not None
-        assert fresh.first.id == new_id
-    finally:
-        await index.close()
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
-        [reuse_index] = conn.execute(
-            "SELECT sql FROM sqlite_master WHERE name = 'tool_calls_reusable'"
-        ).fetchone()
-        assert "tool_version" in reuse_index
-
-
-def test_a_file_from_a_newer_hermes_is_refused(db: Path) -> None:
-    db.parent.mkdir(parents=True)
-    with sqlite3.connect(db) as conn:
-        conn.execute("PRAGMA user_version = 99")
-    with pytest.raises(StoreError, match="newer than this Hermes supports"):
-        ToolCallIndex(db)
-
-
-def test_a_file_that_is_not_a_database_is_a_clear_error(db: Path) -> None:
-    db.parent.mkdir(parents=True)
-    db.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(StoreError, match="is not a database"):
-        ToolCallIndex(db)
-
-
-async def test_a_damaged_metadata_row_reads_as_marked_not_as_an_exception(
-    index: ToolCallIndex, db: Path
+async def test_two_indexes_on_one_storage_can_write_at_the_same_time(
+    tool_calls_backend: ToolCallIndexBackend,
 ) -> None:
-    first = await index.record(call())
-    second = await index.record(call())
-    with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE tool_calls SET metadata = '{not json' WHERE id = ?", (first,))
-        conn.execute("UPDATE tool_calls SET metadata = '[1, 2]' WHERE id = ?", (second,))
-    for record_id in (first, second):
-        record = await index.get(record_id)
-        assert record is not None
-        assert record.metadata == {"corrupt_metadata": True}
-
-
-async def test_a_closed_index_refuses_calls(db: Path) -> None:
-    index = ToolCallIndex(db)
-    await index.close()
-    with pytest.raises(StoreError, match="closed"):
-        await index.record(call())
-
-
-async def test_two_openers_of_one_file_can_write_at_the_same_time(db: Path) -> None:
-    # Two processes' worth of connections: one waits for the other's lock on its worker.
-    first, second = ToolCallIndex(db), ToolCallIndex(db)
+    # Two processes' worth of connections: one waits for the other's lock.
+    _durable(tool_calls_backend)
+    first, second = tool_calls_backend.open(), tool_calls_backend.open()
     try:
         await asyncio.gather(
             *(first.record(call(step=i)) for i in range(50)),
             *(second.record(call(step=i)) for i in range(50)),
         )
         assert len(await first.query(limit=1000)) == 100
+        assert len(await second.query(limit=1000)) == 100  # each sees the other's at once
     finally:
         await first.close()
         await second.close()
+
+
+async def test_a_closed_index_refuses_calls(tool_calls_backend: ToolCallIndexBackend) -> None:
+    index = tool_calls_backend.open()
+    await index.close()
+    with pytest.raises(StoreError, match="closed"):
+        await index.record(call())
+    with pytest.raises(StoreError, match="closed"):
+        await index.query()

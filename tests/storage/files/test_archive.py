@@ -1,4 +1,7 @@
-"""L3: content-addressed compressed blobs on local disk (seed 000 §2.4)."""
+"""The files backend of the L3 archive (``hermes.storage.files.archive.LocalArchive``): what
+it does beyond the ``Archive`` contract (``tests/storage/conformance/test_archive.py``) — its
+paths and file modes, a writer killed mid-write, temp-file sweeping, codecs, durability, the
+worker thread for large blobs, options."""
 
 from __future__ import annotations
 
@@ -8,20 +11,19 @@ import stat
 import subprocess
 import sys
 import textwrap
-import zlib
+import time
 from pathlib import Path
 
 import pytest
 
 from hermes.memory.archive import (
-    Archive,
-    ArchiveCorruptError,
     ArchiveError,
     ArchiveTooLargeError,
+    ArchiveUpkeep,
     InvalidDigestError,
-    LocalArchive,
 )
-from hermes.memory.hashing import canonical_bytes, content_hash
+from hermes.memory.hashing import canonical_bytes
+from hermes.storage.files.archive import LocalArchive
 
 DATA = canonical_bytes(
     {"city": "上海", "forecast": [{"day": i, "temp": 20 + i} for i in range(50)]}
@@ -33,22 +35,9 @@ def archive(tmp_path: Path) -> LocalArchive:
     return LocalArchive(tmp_path / "archive")
 
 
-def blob_path(archive: LocalArchive, data: bytes) -> Path:
-    return archive.path_of(hashlib.sha256(data).hexdigest())
-
-
-def test_the_local_archive_implements_the_protocol(archive: LocalArchive) -> None:
-    assert isinstance(archive, Archive)
-
-
-async def test_a_blob_comes_back_byte_for_byte_under_its_sha256(archive: LocalArchive) -> None:
-    digest = await archive.put(DATA)
-    assert digest == hashlib.sha256(DATA).hexdigest()
-    assert digest == content_hash(
-        {"city": "上海", "forecast": [{"day": i, "temp": 20 + i} for i in range(50)]}
-    )
-    assert await archive.get(digest) == DATA
-    assert await archive.exists(digest)
+def test_the_local_archive_offers_upkeep(archive: LocalArchive) -> None:
+    assert isinstance(archive, ArchiveUpkeep)
+    assert repr(archive) == f"LocalArchive({str(archive.root)!r})"
 
 
 async def test_blobs_fan_out_by_the_first_two_hex_pairs_and_are_compressed(
@@ -75,79 +64,6 @@ async def test_putting_the_same_content_again_changes_nothing(archive: LocalArch
     assert list(archive.digests()) == [digest]
 
 
-async def test_a_missing_blob_is_none_and_deleting_it_is_not_an_error(
-    archive: LocalArchive,
-) -> None:
-    digest = "ab" * 32
-    assert await archive.get(digest) is None
-    assert not await archive.exists(digest)
-    assert await archive.delete(digest) is False
-
-
-async def test_delete_removes_a_blob(archive: LocalArchive) -> None:
-    digest = await archive.put(DATA)
-    assert await archive.delete(digest) is True
-    assert await archive.get(digest) is None
-
-
-async def test_a_flipped_byte_is_a_corruption_error_not_wrong_data(archive: LocalArchive) -> None:
-    digest = await archive.put(DATA)
-    path = archive.path_of(digest)
-    blob = bytearray(path.read_bytes())
-    blob[len(blob) // 2] ^= 0xFF
-    path.write_bytes(bytes(blob))
-    with pytest.raises(ArchiveCorruptError) as caught:
-        await archive.get(digest)
-    assert caught.value.digest == digest
-    assert caught.value.code == "archive_corrupt"
-
-
-async def test_a_truncated_blob_is_a_corruption_error(archive: LocalArchive) -> None:
-    digest = await archive.put(DATA)
-    path = archive.path_of(digest)
-    path.write_bytes(path.read_bytes()[:-10])
-    with pytest.raises(ArchiveCorruptError, match=r"truncated|decompress"):
-        await archive.get(digest)
-
-
-async def test_valid_blob_of_other_content_under_a_name_fails_the_hash_check(
-    archive: LocalArchive,
-) -> None:
-    digest = await archive.put(DATA)
-    archive.path_of(digest).write_bytes(b"HMA1z" + zlib.compress(b'{"other":"content"}'))
-    with pytest.raises(ArchiveCorruptError, match="does not match its hash"):
-        await archive.get(digest)
-
-
-@pytest.mark.parametrize("content", [b"", b"HMA", b"garbage-without-header", b"HMA1?abc"])
-async def test_a_file_without_a_valid_header_is_corrupt(
-    archive: LocalArchive, content: bytes
-) -> None:
-    digest = await archive.put(DATA)
-    archive.path_of(digest).write_bytes(content)
-    with pytest.raises(ArchiveCorruptError):
-        await archive.get(digest)
-
-
-async def test_trailing_bytes_after_the_compressed_stream_are_corrupt(
-    archive: LocalArchive,
-) -> None:
-    digest = await archive.put(DATA)
-    path = archive.path_of(digest)
-    path.write_bytes(path.read_bytes() + b"extra")
-    with pytest.raises(ArchiveCorruptError, match="trailing"):
-        await archive.get(digest)
-
-
-async def test_a_blob_that_would_decompress_past_the_limit_is_refused(tmp_path: Path) -> None:
-    archive = LocalArchive(tmp_path / "a", max_bytes=1000)
-    digest = await archive.put(b"x" * 1000)
-    bomb = b"y" * 1_000_000  # ~1 KB compressed, 1 MB expanded
-    archive.path_of(digest).write_bytes(b"HMA1z" + zlib.compress(bomb, 9))
-    with pytest.raises(ArchiveCorruptError, match="size limit"):
-        await archive.get(digest)
-
-
 async def test_data_over_the_size_limit_is_refused_and_nothing_is_written(
     tmp_path: Path,
 ) -> None:
@@ -159,25 +75,13 @@ async def test_data_over_the_size_limit_is_refused_and_nothing_is_written(
     assert await archive.put(b"x" * 100)  # the limit itself is fine
 
 
-@pytest.mark.parametrize(
-    "digest", ["../../etc/passwd", "AB" * 32, "ab" * 31, "", "ab" * 31 + "/x", "zz" * 32]
-)
-async def test_a_digest_that_is_not_64_lowercase_hex_is_refused_before_any_io(
-    archive: LocalArchive, digest: str
-) -> None:
-    for operation in (archive.get, archive.exists, archive.delete):
-        with pytest.raises(InvalidDigestError):
-            await operation(digest)
-    assert not archive.root.exists()
-
-
 def test_a_writer_killed_mid_write_leaves_nothing_that_is_served(archive: LocalArchive) -> None:
     # The child writes its temp file, then blocks where it would rename it into place; we
     # kill it there — the moment a crash could leave a half-written blob.
     child = textwrap.dedent(
         """
         import os, sys, time
-        from hermes.memory.archive import LocalArchive
+        from hermes.storage.files.archive import LocalArchive
 
         def stuck(src, dst):
             print("temp written", flush=True)
@@ -252,3 +156,25 @@ async def test_an_unusable_root_is_a_clear_archive_error(tmp_path: Path) -> None
 def test_bad_options_are_refused(tmp_path: Path, options: dict[str, object]) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 - each option has its own message
         LocalArchive(tmp_path, **options)  # type: ignore[arg-type]
+
+
+async def test_a_bad_name_touches_nothing_on_disk(archive: LocalArchive) -> None:
+    for operation in (archive.get, archive.exists, archive.delete):
+        with pytest.raises(InvalidDigestError):
+            await operation("../../etc/passwd")
+    assert not archive.root.exists()
+
+
+async def test_upkeep_finds_old_blobs_and_sweeps_dead_writers_temp_files(
+    archive: LocalArchive,
+) -> None:
+    digest = await archive.put(DATA)
+    old = time.time() - 7200
+    os.utime(archive.path_of(digest), (old, old))
+    temp = archive.path_of(digest).parent / f".{digest}.abc.tmp"
+    temp.write_bytes(b"half a blob")
+    os.utime(temp, (old, old))
+    assert await archive.digests_before(time.time() - 3600) == [digest]
+    assert await archive.sweep_leftovers(older_than=3600) == 1
+    assert not temp.exists()
+    assert await archive.get(digest) == DATA
