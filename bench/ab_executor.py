@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.util
+import inspect
 import itertools
 import json
 import sys
@@ -104,11 +105,15 @@ def new_api(registry: ToolRegistry, state: PolicyState, authorizer: Any, path: P
     """The pipeline: a ``ToolExecutor`` given its dependencies once, a ``CallContext`` a call."""
     from hermes.tools.pipeline import CallContext, ToolExecutor
 
+    records: dict[str, Any] = {"idempotency_path": path}  # before the records protocol
+    if "idempotency" in inspect.signature(ToolExecutor).parameters:
+        from hermes.storage.sqlite.idempotency import SQLiteIdempotencyRecords
+
+        records = {"idempotency": SQLiteIdempotencyRecords(path)}  # what an agent gets
+
     def for_case(full: bool) -> Run:
         if full:
-            executor = ToolExecutor(
-                registry, state=state, authorizer=authorizer, idempotency_path=path
-            )
+            executor = ToolExecutor(registry, state=state, authorizer=authorizer, **records)
         else:
             executor = ToolExecutor(registry)
 

@@ -133,18 +133,15 @@ async def sandboxed(calls: int) -> None:
 
 
 async def main(calls: int, sandbox_calls: int) -> None:
+    from hermes.storage.sqlite.idempotency import SQLiteIdempotencyRecords
     from hermes.tools.pipeline import CallContext, ToolExecutor
 
     print(f"Python {platform.python_version()} on {platform.machine()}, {calls} calls per path")
     with tempfile.TemporaryDirectory() as tmp:
         state = PolicyState()
         registry = ToolRegistry([plain, guarded])
-        policed = ToolExecutor(
-            registry,
-            state=state,
-            authorizer=AllowAll(),
-            idempotency_path=str(Path(tmp) / "idempotency.db"),
-        )
+        records = SQLiteIdempotencyRecords(Path(tmp) / "idempotency.db")  # an agent's kind
+        policed = ToolExecutor(registry, state=state, authorizer=AllowAll(), idempotency=records)
         ctx = CallContext(session_id="bench-session", user_id="u1", approved=True)
         plain_ctx = CallContext(session_id="bench-session", user_id="u1")
         unpoliced = ToolExecutor(registry, state=state)
@@ -156,6 +153,7 @@ async def main(calls: int, sandbox_calls: int) -> None:
         await measure(fns, min(calls, 1000))  # warm up: compiled schemas, the SQLite file
         report(await measure(fns, calls))
         await state.close()
+        await records.close()
     if sandbox_calls:
         print(f"\nprocess sandbox vs in-process ({sandbox_calls} calls each): median, p95")
         await sandboxed(sandbox_calls)

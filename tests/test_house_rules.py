@@ -43,17 +43,10 @@ KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {}
 #: The backends' layer, and the one module outside it that may import it (it chooses backends).
 STORAGE = "hermes.storage"
 COMPOSITION_ROOT = "hermes.agent.compose"
-_SHIM = "re-export of a moved module for the SQLite code that has not moved into storage/ yet"
 #: Modules outside ``hermes.storage`` importing it, besides the composition root.
-KNOWN_STORAGE_IMPORTERS: dict[str, str] = {
-    "hermes.sqlite_support": _SHIM + " (the idempotency keys, notes)",
-}
-_NOT_MOVED = "SQLite code still beside its concept; it moves into storage/sqlite/"
+KNOWN_STORAGE_IMPORTERS: dict[str, str] = {}
 #: Modules outside ``hermes.storage`` importing ``sqlite3``.
-KNOWN_SQLITE3_IMPORTERS: dict[str, str] = {
-    "hermes.tools.builtin.notes": _NOT_MOVED + " (notes/todos, their own file)",
-    "hermes.tools.policies.idempotency": _NOT_MOVED + " (the idempotency keys)",
-}
+KNOWN_SQLITE3_IMPORTERS: dict[str, str] = {}
 
 
 def _modules() -> dict[str, Path]:

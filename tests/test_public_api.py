@@ -79,8 +79,10 @@ PIPELINE_ALL = [
     "CacheStep",
     "Call",
     "CallContext",
+    "IdempotencyRecords",  # added with the records protocol (hermes.tools.pipeline)
     "IdempotencyStep",
     "Next",
+    "RecordsPerWorkspace",
     "RetryWith",
     "RunStep",
     "STEP_ORDER",
@@ -220,11 +222,13 @@ SIGNATURES: dict[str, str] = {
         "text: 'str' = '') -> 'ModelResponse'"
     ),
     "hermes.testing.say": "(text: 'str') -> 'ModelResponse'",
-    # Added when the tool pipeline became steps (hermes.tools.pipeline).
+    # Added when the tool pipeline became steps (hermes.tools.pipeline). Changed deliberately
+    # when the idempotency records got a protocol (docs/tool-pipeline.md): the executor is
+    # handed records (``idempotency=``), not a path — tools/ opens no database itself.
     "ToolExecutor.__init__": (
         "(self, registry: 'ToolRegistry', *, state: 'PolicyState | None' = None, "
         "authorizer: 'Checker | None' = None, "
-        "idempotency_path: 'str | os.PathLike[str] | None' = None, "
+        "idempotency: 'IdempotencyRecords | RecordsPerWorkspace | None' = None, "
         "max_output_chars: 'int' = 20000, steps: 'Iterable[Step] | None' = None) -> 'None'"
     ),
     "ToolExecutor.run": (

@@ -5,14 +5,15 @@ A backend gives a fresh, empty storage per test and can open it again. ``durable
 data survives that (a ``:memory:`` database does not: the tests of a reopen skip it). SQLite (a
 file, and ``:memory:``) is here today; PostgreSQL and Redis plug in by adding an entry to
 ``STORE_BACKENDS`` / ``LOCKS_BACKENDS`` / ``MEMORY_BACKENDS`` / ``TOOL_CALL_INDEX_BACKENDS`` /
-``ARCHIVE_BACKENDS`` — a factory of the test's ``tmp_path``.
+``ARCHIVE_BACKENDS`` / ``IDEMPOTENCY_BACKENDS`` / ``NOTES_BACKENDS`` — a factory of the test's
+``tmp_path``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -25,14 +26,19 @@ from hermes.session.locks import LocalSessionLocks, SessionLocks
 from hermes.session.store import Store
 from hermes.storage.files.archive import LocalArchive
 from hermes.storage.sqlite.event_dedupe import SQLiteEventDedupe
+from hermes.storage.sqlite.idempotency import SQLiteIdempotencyRecords
 from hermes.storage.sqlite.job_runs import SQLiteJobRuns
 from hermes.storage.sqlite.leases import Clock
 from hermes.storage.sqlite.memories import SQLiteMemoryStore
+from hermes.storage.sqlite.notes import SQLiteNotes
 from hermes.storage.sqlite.plan_runs import SQLitePlanRuns
 from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.storage.sqlite.sessions import SQLiteStore
 from hermes.storage.sqlite.tool_calls import SQLiteToolCallIndex
+from hermes.tools.builtin.notes_store import LocalNotes, NotesStore
+from hermes.tools.pipeline.idempotency_records import IdempotencyRecords
 from hermes.tools.plan_runs import PlanRuns
+from hermes.tools.policies import LocalIdempotencyRecords
 
 if TYPE_CHECKING:
     from hermes.memory.embed import Embedder
@@ -324,3 +330,115 @@ RUNS_BACKENDS: dict[str, Callable[[Path], RunsBackend]] = {
 
 
 # -- end of event dedupe, job runs, plan runs --
+
+
+# -- idempotency records and notes -----------------------------------------------------------------
+
+
+class IdempotencyBackend(Protocol):
+    """Idempotency records (``hermes.tools.pipeline.idempotency_records``) on one test's
+    storage. ``open(clock)`` again is another process's view of the same records when
+    ``shared`` (``location`` then names them for a child process: see
+    :func:`open_idempotency_location`); ``durable``: they survive ``close``."""
+
+    name: str
+    durable: bool
+    shared: bool
+    location: str | None
+
+    def open(self, clock: Clock = time.time) -> IdempotencyRecords: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass
+class SQLiteIdempotencyFile:
+    path: Path
+    name: str = "sqlite-file"
+    durable: bool = True
+    shared: bool = True
+    made: list[SQLiteIdempotencyRecords] = field(default_factory=list)
+
+    @property
+    def location(self) -> str:
+        return f"sqlite-file:{self.path}"
+
+    def open(self, clock: Clock = time.time) -> IdempotencyRecords:
+        records = SQLiteIdempotencyRecords(self.path, clock=clock)
+        self.made.append(records)
+        return records
+
+    async def close(self) -> None:
+        for records in self.made:
+            await records.close()
+
+
+@dataclass
+class InProcessIdempotency:
+    """The in-process default of a bare executor (``LocalIdempotencyRecords``): one object is
+    all there is — ``open`` makes a fresh, empty one (nothing survives, nothing is shared)."""
+
+    name: str = "in-process"
+    durable: bool = False
+    shared: bool = False
+    location: str | None = None
+
+    def open(self, clock: Clock = time.time) -> IdempotencyRecords:
+        return LocalIdempotencyRecords(clock=clock)
+
+    async def close(self) -> None:
+        return None
+
+
+IDEMPOTENCY_BACKENDS: dict[str, Callable[[Path], IdempotencyBackend]] = {
+    "sqlite-file": lambda tmp_path: SQLiteIdempotencyFile(tmp_path / "idempotency.db"),
+    "in-process": lambda tmp_path: InProcessIdempotency(),
+}
+
+
+def open_idempotency_location(location: str) -> IdempotencyRecords:
+    """The records a backend's ``location`` names, opened in a child process."""
+    engine, _, where = location.partition(":")
+    if engine == "sqlite-file":
+        return SQLiteIdempotencyRecords(where)
+    raise ValueError(f"no backend can be opened from {location!r}")
+
+
+class NotesBackend(Protocol):
+    """A notes store (``hermes.tools.builtin.notes_store.NotesStore``) on one test's storage;
+    ``open()`` again reopens the same entries when ``durable``."""
+
+    name: str
+    durable: bool
+
+    def open(self) -> NotesStore: ...
+
+
+@dataclass
+class SQLiteNotesFile:
+    path: Path
+    name: str = "sqlite-file"
+    durable: bool = True
+
+    def open(self) -> NotesStore:
+        return SQLiteNotes(self.path)
+
+
+@dataclass
+class InProcessNotes:
+    """The in-process default of the module-level notes tools (``LocalNotes``)."""
+
+    name: str = "in-process"
+    durable: bool = False
+
+    def open(self) -> NotesStore:
+        return LocalNotes()
+
+
+NOTES_BACKENDS: dict[str, Callable[[Path], NotesBackend]] = {
+    "sqlite-file": lambda tmp_path: SQLiteNotesFile(tmp_path / "notes.db"),
+    "in-process": lambda tmp_path: InProcessNotes(),
+}
+
+
+# -- end of idempotency records and notes ----------------------------------------------------------

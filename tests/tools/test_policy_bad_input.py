@@ -11,6 +11,7 @@ import pytest
 
 from hermes import Agent
 from hermes.models.base import ToolCall
+from hermes.storage.sqlite.idempotency import SQLiteIdempotencyRecords
 from hermes.testing import ScriptedModel, calls, say
 from hermes.tools import ToolRegistry, ToolResult, tool
 from hermes.tools.pipeline import CallContext, ToolExecutor
@@ -52,7 +53,8 @@ def ledger() -> Ledger:
 async def call(
     registry: ToolRegistry, state: PolicyState, tmp_path: Path, name: str, args: Any
 ) -> ToolResult:
-    executor = ToolExecutor(registry, state=state, idempotency_path=str(tmp_path / "idem.db"))
+    records = SQLiteIdempotencyRecords(tmp_path / "idem.db")  # durable, as an agent has them
+    executor = ToolExecutor(registry, state=state, idempotency=records)
     return await executor.run(ToolCall("c", name, args), CallContext(call_id="c", user_id="u1"))
 
 

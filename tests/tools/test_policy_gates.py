@@ -11,6 +11,7 @@ import pytest
 from hermes.errors import PermissionDeniedError, StoreError
 from hermes.models.base import ToolCall
 from hermes.observe import configure_logging, reset_logging
+from hermes.storage.sqlite.idempotency import SQLiteIdempotencyRecords
 from hermes.tools import Tool, ToolRegistry, ToolResult, tool
 from hermes.tools.pipeline import Call, CallContext, Next, ToolExecutor
 from hermes.tools.policies import BreakerPolicy, PolicyState
@@ -67,13 +68,15 @@ async def call(
     registry: ToolRegistry, call_id: str = "call-7", user: str = "alice", **extras: Any
 ) -> ToolResult:
     """One call through a pipeline built with ``authorizer``/``policy_state``/``idempotency_path``
-    (each optional); ``approved_call_ids``: the call counts as approved when its id is in it."""
+    (each optional; the path: SQLite records on that file, as an agent has them);
+    ``approved_call_ids``: the call counts as approved when its id is in it."""
     approved = call_id in extras.pop("approved_call_ids", ())
+    path = extras.pop("idempotency_path", None)
     executor = ToolExecutor(
         registry,
         authorizer=extras.pop("authorizer", None),
         state=extras.pop("policy_state", None),
-        idempotency_path=extras.pop("idempotency_path", None),
+        idempotency=None if path is None else SQLiteIdempotencyRecords(path),
     )
     ctx = CallContext(
         session_id="session-0001",

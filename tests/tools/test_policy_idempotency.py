@@ -1,19 +1,24 @@
-"""Idempotency keys: same key → stored result, never a second run; durable across restarts."""
+"""The idempotency step: same key → stored result, never a second run. Run on the in-process
+records of a bare executor and on the SQLite records an agent gets (what every backend must do
+on its own: ``tests/storage/conformance/test_idempotency_records.py``; SQLite's own behaviour:
+``tests/storage/sqlite/test_idempotency.py``)."""
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hermes.errors import StoreError
 from hermes.models.base import ToolCall
+from hermes.storage.sqlite.idempotency import SQLiteIdempotencyRecords
 from hermes.tools import ToolRegistry, ToolResult, tool
-from hermes.tools.pipeline import Call, CallContext, Next, ToolExecutor
-from hermes.tools.policies import IdempotencyStore, PolicyState
+from hermes.tools.pipeline import Call, CallContext, IdempotencyRecords, Next, ToolExecutor
+from hermes.tools.policies import LocalIdempotencyRecords, PolicyState
 
 
 class WallClock:
@@ -54,26 +59,48 @@ def orders() -> Orders:
     return Orders()
 
 
+Records = Callable[..., IdempotencyRecords]
+
+
+@pytest.fixture(params=["in-process", "sqlite-file"])
+async def make_records(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Records]:
+    """Records for the step (``clock=`` for a fake wall clock); each call: new records on the
+    same storage, as another process would open it (the in-process ones: the same object)."""
+    made: list[SQLiteIdempotencyRecords] = []
+    local: dict[str, LocalIdempotencyRecords] = {}
+
+    def make(clock: Callable[[], float] = time.time) -> IdempotencyRecords:
+        if request.param == "in-process":
+            return local.setdefault("records", LocalIdempotencyRecords(clock=clock))
+        records = SQLiteIdempotencyRecords(tmp_path / "state" / "idempotency.db", clock=clock)
+        made.append(records)
+        return records
+
+    yield make
+    for records in made:
+        await records.close()
+
+
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "state" / "idempotency.db"
+def db(make_records: Records) -> IdempotencyRecords:
+    return make_records()
 
 
 async def refund(
     registry: ToolRegistry,
     state: PolicyState,
-    db: Path,
+    db: IdempotencyRecords,
     *,
     user: str | None = "u1",
     **args: Any,
 ) -> ToolResult:
     args = {"order_id": "A-1", "amount": 10, **args}
-    executor = ToolExecutor(registry, state=state, idempotency_path=str(db))
+    executor = ToolExecutor(registry, state=state, idempotency=db)
     return await executor.run(ToolCall("c1", "refund", args), CallContext(user_id=user))
 
 
 async def test_a_repeated_call_returns_the_stored_result_without_running(
-    orders: Orders, db: Path
+    orders: Orders, db: IdempotencyRecords
 ) -> None:
     registry, state = orders.registry(), PolicyState()
     first = await refund(registry, state, db)
@@ -85,7 +112,7 @@ async def test_a_repeated_call_returns_the_stored_result_without_running(
     await state.close()
 
 
-async def test_only_the_key_fields_make_the_key(orders: Orders, db: Path) -> None:
+async def test_only_the_key_fields_make_the_key(orders: Orders, db: IdempotencyRecords) -> None:
     registry, state = orders.registry(), PolicyState()
     await refund(registry, state, db, note="first try")
     replay = await refund(registry, state, db, note="second try")
@@ -94,7 +121,7 @@ async def test_only_the_key_fields_make_the_key(orders: Orders, db: Path) -> Non
     await state.close()
 
 
-async def test_a_different_key_runs(orders: Orders, db: Path) -> None:
+async def test_a_different_key_runs(orders: Orders, db: IdempotencyRecords) -> None:
     registry, state = orders.registry(), PolicyState()
     await refund(registry, state, db, order_id="A-1")
     other = await refund(registry, state, db, order_id="A-2")
@@ -103,7 +130,9 @@ async def test_a_different_key_runs(orders: Orders, db: Path) -> None:
     await state.close()
 
 
-async def test_idempotent_true_keys_on_all_arguments(orders: Orders, db: Path) -> None:
+async def test_idempotent_true_keys_on_all_arguments(
+    orders: Orders, db: IdempotencyRecords
+) -> None:
     registry, state = orders.registry(idempotency_key=None, idempotent=True), PolicyState()
     await refund(registry, state, db, note="a")
     assert (await refund(registry, state, db, note="a")).cached
@@ -112,7 +141,7 @@ async def test_idempotent_true_keys_on_all_arguments(orders: Orders, db: Path) -
     await state.close()
 
 
-async def test_keys_are_per_user(orders: Orders, db: Path) -> None:
+async def test_keys_are_per_user(orders: Orders, db: IdempotencyRecords) -> None:
     registry, state = orders.registry(), PolicyState()
     await refund(registry, state, db, user="alice")
     other = await refund(registry, state, db, user="bob")
@@ -121,9 +150,12 @@ async def test_keys_are_per_user(orders: Orders, db: Path) -> None:
     await state.close()
 
 
-async def test_the_stored_result_expires_after_the_ttl(orders: Orders, db: Path) -> None:
+async def test_the_stored_result_expires_after_the_ttl(
+    orders: Orders, make_records: Records
+) -> None:
     clock = WallClock()
-    registry, state = orders.registry(idempotency_ttl=60), PolicyState(wall_clock=clock)
+    registry, state = orders.registry(idempotency_ttl=60), PolicyState()
+    db = make_records(clock)
     await refund(registry, state, db)
     clock.now += 59
     assert (await refund(registry, state, db)).cached
@@ -133,20 +165,7 @@ async def test_the_stored_result_expires_after_the_ttl(orders: Orders, db: Path)
     await state.close()
 
 
-async def test_the_stored_result_survives_a_restart(orders: Orders, db: Path) -> None:
-    before = PolicyState()
-    first = await refund(orders.registry(), before, db)
-    await before.close()  # the process ends
-
-    after_orders = Orders()  # a new process: new registry, new tool object, new state
-    after = PolicyState()
-    replay = await refund(after_orders.registry(), after, db)
-    assert (replay.cached, replay.output) == (True, first.output)
-    assert after_orders.refunds == []
-    await after.close()
-
-
-async def test_a_failed_call_is_not_stored(orders: Orders, db: Path) -> None:
+async def test_a_failed_call_is_not_stored(orders: Orders, db: IdempotencyRecords) -> None:
     registry, state = orders.registry(), PolicyState()
     orders.fail_next = True
     failed = await refund(registry, state, db)
@@ -158,7 +177,9 @@ async def test_a_failed_call_is_not_stored(orders: Orders, db: Path) -> None:
     await state.close()
 
 
-async def test_concurrent_calls_with_one_key_run_once(orders: Orders, db: Path) -> None:
+async def test_concurrent_calls_with_one_key_run_once(
+    orders: Orders, db: IdempotencyRecords
+) -> None:
     registry, state = orders.registry(), PolicyState()
     orders.delay = 0.05
     results = await asyncio.gather(*(refund(registry, state, db) for _ in range(5)))
@@ -169,35 +190,8 @@ async def test_concurrent_calls_with_one_key_run_once(orders: Orders, db: Path) 
     await state.close()
 
 
-async def test_two_processes_sharing_the_file_run_once(orders: Orders, db: Path) -> None:
-    # Two states = two connections and two lock tables, as in two worker processes; only
-    # the claim row in the shared file keeps them from both running.
-    registry = orders.registry()
-    one, two = PolicyState(), PolicyState()
-    orders.delay = 0.1
-    results = await asyncio.gather(refund(registry, one, db), refund(registry, two, db))
-    assert len(orders.refunds) == 1
-    assert sorted(r.cached for r in results) == [False, True]
-    await one.close()
-    await two.close()
-
-
-async def test_two_processes_creating_the_file_at_once_both_succeed(tmp_path: Path) -> None:
-    # SQLite answers a concurrent switch of a new file to WAL with SQLITE_BUSY at once,
-    # without waiting; the store must wait for it itself.
-    for attempt in range(20):
-        path = tmp_path / f"fresh-{attempt}.db"
-        one, two = IdempotencyStore(path), IdempotencyStore(path)
-        claims = await asyncio.gather(
-            one.claim("t", "a", owner="one", lease=30), two.claim("t", "b", owner="two", lease=30)
-        )
-        assert list(claims) == [None, None]
-        await one.close()
-        await two.close()
-
-
 async def test_a_call_cancelled_while_running_is_never_run_again_blindly(
-    orders: Orders, db: Path
+    orders: Orders, db: IdempotencyRecords
 ) -> None:
     """Cancelled mid-run, the refund may or may not have happened: the key must not run again
     (it could pay twice); later calls say the outcome is unknown."""
@@ -220,7 +214,9 @@ async def test_a_call_cancelled_while_running_is_never_run_again_blindly(
     await state.close()
 
 
-async def test_a_call_that_timed_out_is_never_run_again_blindly(tmp_path: Path) -> None:
+async def test_a_call_that_timed_out_is_never_run_again_blindly(
+    tmp_path: Path, db: IdempotencyRecords
+) -> None:
     from hermes.tools import ToolRegistry, tool
 
     started: list[str] = []
@@ -233,7 +229,7 @@ async def test_a_call_that_timed_out_is_never_run_again_blindly(tmp_path: Path) 
         return "paid"
 
     registry, state = ToolRegistry([pay]), PolicyState()
-    executor = ToolExecutor(registry, state=state, idempotency_path=str(tmp_path / "i.db"))
+    executor = ToolExecutor(registry, state=state, idempotency=db)
     ctx = CallContext(workspace=str(tmp_path))
     first = await executor.run(ToolCall("c1", "pay", {"order": "o1"}), ctx)
     second = await executor.run(ToolCall("c2", "pay", {"order": "o1"}), ctx)
@@ -261,10 +257,12 @@ class OutOfTimeOnce:
         return await next(call)
 
 
-async def test_a_timeout_before_the_tool_ran_leaves_the_key_free(orders: Orders, db: Path) -> None:
+async def test_a_timeout_before_the_tool_ran_leaves_the_key_free(
+    orders: Orders, db: IdempotencyRecords
+) -> None:
     # Only a timeout while running makes the outcome unknown: a tool that never ran did nothing.
     state = PolicyState()
-    executor = ToolExecutor(orders.registry(), state=state, idempotency_path=str(db))
+    executor = ToolExecutor(orders.registry(), state=state, idempotency=db)
     executor.insert(OutOfTimeOnce())
     call = ToolCall("c1", "refund", {"order_id": "A-1", "amount": 10})
     first = await executor.run(call, CallContext(user_id="u1"))
@@ -276,48 +274,35 @@ async def test_a_timeout_before_the_tool_ran_leaves_the_key_free(orders: Orders,
     await state.close()
 
 
-async def test_the_default_file_is_under_the_workspace(orders: Orders, tmp_path: Path) -> None:
-    state = PolicyState()
-    ctx = CallContext(call_id="c", workspace=str(tmp_path))
-    call = ToolCall("c", "refund", {"order_id": "A-9", "amount": 1})
-    await ToolExecutor(orders.registry(), state=state).run(call, ctx)
-    assert (tmp_path / ".hermes" / "idempotency.db").is_file()
-    await state.close()
-
-
-async def test_an_unusable_store_refuses_the_call_without_running(
+async def test_a_bare_executor_keeps_its_keys_in_process_and_writes_no_file(
     orders: Orders, tmp_path: Path
 ) -> None:
-    not_a_db = tmp_path / "garbage.db"
-    not_a_db.write_bytes(b"this is not a database file" * 100)
     state = PolicyState()
-    result = await refund(orders.registry(), state, not_a_db)
+    executor = ToolExecutor(orders.registry(), state=state)
+    ctx = CallContext(call_id="c", user_id="u1", workspace=str(tmp_path))
+    call = ToolCall("c", "refund", {"order_id": "A-9", "amount": 1})
+    first, second = await executor.run(call, ctx), await executor.run(call, ctx)
+    assert (first.cached, second.cached, len(orders.refunds)) == (False, True, 1)
+    assert len(state.idempotency) == 1
+    assert not (tmp_path / ".hermes").exists()
+    await state.close()  # the process ends: its in-process records with it
+    assert not (await executor.run(call, ctx)).cached
+
+
+class BrokenRecords(LocalIdempotencyRecords):
+    """Records whose backend is down."""
+
+    async def claim(self, tool: str, key: str, *, owner: str, lease: float) -> str | None:
+        raise StoreError("the idempotency database is unavailable", action="claim")
+
+
+async def test_an_unusable_store_refuses_the_call_without_running(orders: Orders) -> None:
+    state = PolicyState()
+    result = await refund(orders.registry(), state, BrokenRecords())
     assert result.error is not None
     assert result.error.type == "store_error"
     assert "idempotency record is unavailable" in result.error.message
     assert (orders.refunds, result.attempts) == ([], 0)
-    await state.close()
-
-
-async def test_a_claim_left_by_a_dead_process_expires_with_its_lease(db: Path) -> None:
-    clock = WallClock()
-    store = IdempotencyStore(db, clock=clock)
-    assert await store.claim("refund", "k", owner="dead", lease=30) is None
-    clock.now += 31  # the owner died and never completed
-    assert await store.claim("refund", "k", owner="alive", lease=30) is None
-    assert await store.complete("refund", "k", owner="alive", result_json='{"output": 1}', ttl=60)
-    assert not await store.complete("refund", "k", owner="dead", result_json="{}", ttl=60)
-    assert await store.claim("refund", "k", owner="third", lease=30) == '{"output": 1}'
-    await store.close()
-
-
-async def test_results_are_stored_in_a_plain_table(orders: Orders, db: Path) -> None:
-    state = PolicyState()
-    await refund(orders.registry(), state, db)
-    await state.close()
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT tool, state FROM tool_idempotency").fetchall()
-    assert rows == [("refund", "done")]
 
 
 def test_idempotency_key_must_name_arguments() -> None:

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent.approvals import Decision, PendingApproval
-from hermes.agent.compose import idempotency_path, open_locks, open_store
+from hermes.agent.compose import idempotency_records, notes_stores, open_locks, open_store
 from hermes.agent.events import AgentEvent, TurnFinished
 from hermes.agent.history import import_chat_history
 from hermes.agent.remote_tools import RemoteTools
@@ -38,6 +38,7 @@ from hermes.session.summary import ExtractiveSummarizer, Summarizer
 from hermes.session.tokens import message_tokens
 from hermes.tools.base import Tool
 from hermes.tools.builtin import BUILTIN_TOOLS
+from hermes.tools.builtin.notes import DEFAULT_NOTES_TOOLS, notes_tools
 from hermes.tools.decorator import as_tool
 from hermes.tools.permissions import Authorizer
 from hermes.tools.pipeline import ToolExecutor
@@ -454,13 +455,27 @@ def _open_memory(
     return memory, owned
 
 
+def _bind_notes_tools(registry: ToolRegistry, store: Store) -> None:
+    """The notes tools among the agent's tools (by name or as the module's objects) work on the
+    stores the composition root picks for ``store`` (``<workspace>/.hermes/notes.db``) instead
+    of the in-process default, keeping their place in the offered order."""
+    held = [name for name, t in DEFAULT_NOTES_TOOLS.items() if registry.get(name) is t]
+    if not held:
+        return
+    for bound in notes_tools(notes_stores(store)):
+        if bound.name in held:
+            registry.register(bound, replace=True)
+
+
 def _executor(runtime: Runtime, memory: Memory | None) -> ToolExecutor:
-    """The agent's tool pipeline: its authorizer; idempotency records where the storage layer
-    keeps them for this store; memory's step in the cache's place."""
+    """The agent's tool pipeline: its authorizer; durable idempotency records where the
+    storage layer keeps them for this store; memory's step in the cache's place. The tools'
+    own backends are bound here too (the notes tools: ``_bind_notes_tools``)."""
+    _bind_notes_tools(runtime.tools, runtime.store)
     executor = ToolExecutor(
         runtime.tools,
         authorizer=runtime.authorizer,
-        idempotency_path=idempotency_path(runtime.store),
+        idempotency=idempotency_records(runtime.store),
         max_output_chars=runtime.settings.max_output_chars,
     )
     step = None if memory is None else memory.pipeline_step()

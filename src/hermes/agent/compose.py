@@ -17,6 +17,8 @@ from hermes.scheduler.runs import JobRuns
 from hermes.session.locks import SessionLocks
 from hermes.session.store import Store
 from hermes.storage import open as storage_open
+from hermes.tools.builtin.notes_store import NotesStores
+from hermes.tools.pipeline.idempotency_records import IdempotencyRecords, RecordsPerWorkspace
 from hermes.tools.plan_runs import PlanRuns
 
 if TYPE_CHECKING:  # memory's protocols, for the annotations only: an agent without memory
@@ -40,12 +42,6 @@ def open_locks(store: Store) -> SessionLocks:
     """The session claims that go with ``store`` (OS file locks beside a SQLite file,
     in-process locks otherwise). See :func:`hermes.storage.open.open_locks`."""
     return storage_open.open_locks(store)
-
-
-def idempotency_path(store: Store) -> str | None:
-    """Where the idempotency records go for an agent on ``store`` (None: per workspace). See
-    :func:`hermes.storage.open.idempotency_path`."""
-    return storage_open.idempotency_path(store)
 
 
 def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None) -> None:
@@ -133,3 +129,21 @@ def open_plan_runs(
 
 
 # -- end of event dedupe, job runs, plan runs --
+
+
+# -- idempotency records and notes -----------------------------------------------------------------
+
+
+def idempotency_records(store: Store) -> IdempotencyRecords | RecordsPerWorkspace:
+    """The idempotency records of an agent on ``store`` (durable; beside its database file,
+    else per workspace). See :func:`hermes.storage.open.open_idempotency_records`."""
+    return storage_open.open_idempotency_records(store)
+
+
+def notes_stores(store: Store) -> NotesStores:
+    """The notes stores of an agent on ``store`` (``<workspace>/.hermes/notes.db``). See
+    :func:`hermes.storage.open.open_notes`."""
+    return storage_open.open_notes(store)
+
+
+# -- end of idempotency records and notes ----------------------------------------------------------

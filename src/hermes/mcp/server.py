@@ -118,9 +118,10 @@ class HermesMcpServer:
     ``user_id`` is who every call runs as (for the ``authorizer`` and idempotency keys);
     ``workspace`` (default: the current directory) and ``extras`` (the tools' settings) fill
     each call's :class:`~hermes.tools.pipeline.CallContext`; approvals follow
-    ``allow_approval`` only. Calls run through ``executor`` (an agent's, with its steps),
-    else through a pipeline of ``tools`` with ``authorizer``. The registry is read at each
-    request, so tools registered later are offered from the next ``tools/list``.
+    ``allow_approval`` only. Calls run through ``executor`` (an agent's, with its steps and
+    durable idempotency records), else through a pipeline of ``tools`` with ``authorizer``
+    (whose idempotency keys live in this process only). The registry is read at each request,
+    so tools registered later are offered from the next ``tools/list``.
     """
 
     def __init__(

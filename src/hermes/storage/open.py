@@ -18,11 +18,15 @@ from hermes.scheduler.runs import JobRuns
 from hermes.session.locks import LocalSessionLocks, SessionLocks
 from hermes.session.store import Store
 from hermes.storage.sqlite.event_dedupe import SQLiteEventDedupe
+from hermes.storage.sqlite.idempotency import IdempotencyFiles
 from hermes.storage.sqlite.job_runs import SQLiteJobRuns
 from hermes.storage.sqlite.leases import EVENTS_FILE, JOBS_FILE, PLANS_FILE, default_path
+from hermes.storage.sqlite.notes import workspace_notes
 from hermes.storage.sqlite.plan_runs import SQLitePlanRuns
 from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.storage.sqlite.sessions import DEFAULT_DB_PATH, SQLiteStore
+from hermes.tools.builtin.notes_store import NotesStores
+from hermes.tools.pipeline.idempotency_records import IdempotencyRecords, RecordsPerWorkspace
 from hermes.tools.plan_runs import PlanRuns
 
 if TYPE_CHECKING:
@@ -85,16 +89,6 @@ def open_locks(store: Store) -> SessionLocks:
             return LocalSessionLocks(cross_process=True)
         return FileSessionLocks(os.path.abspath(store.path))
     return LocalSessionLocks(cross_process=False)
-
-
-def idempotency_path(store: Store) -> str | None:
-    """Where the idempotency records of the agent on ``store`` live: ``idempotency.db`` beside
-    a store's database file (not in the tools' workspace); ``None`` for a store without a file
-    (``:memory:`` or another backend): each call's ``<workspace>/.hermes/idempotency.db``."""
-    path = getattr(store, "path", None)
-    if isinstance(path, str) and path != ":memory:":
-        return str(Path(path).with_name("idempotency.db"))
-    return None
 
 
 def check_store_backend(spec: str | os.PathLike[str], *, file: str | None = None) -> None:
@@ -250,3 +244,44 @@ def runs_path(where: RunsLocation, filename: str, *, base_dir: Path | None = Non
     if text == ":memory:":
         return text
     return str(_resolve(Path(text).expanduser(), base_dir))
+
+
+# -- idempotency records and notes -----------------------------------------------------------------
+
+#: The idempotency files of this process: one connection per file, shared by every agent on it
+#: and open for the life of the process (as the process-wide policy state kept them before).
+IDEMPOTENCY_FILES = IdempotencyFiles()
+
+
+def idempotency_path(store: Store) -> str | None:
+    """Where the idempotency records of the agent on ``store`` live: ``idempotency.db`` beside
+    a store's database file (not in the tools' workspace); ``None`` for a store without a file
+    (``:memory:`` or another backend): each call's ``<workspace>/.hermes/idempotency.db``."""
+    path = getattr(store, "path", None)
+    if isinstance(path, str) and path != ":memory:":
+        return str(Path(path).with_name("idempotency.db"))
+    return None
+
+
+def open_idempotency_records(store: Store) -> IdempotencyRecords | RecordsPerWorkspace:
+    """The idempotency records of an agent on ``store`` (the protocol:
+    ``hermes.tools.pipeline.idempotency_records``): SQLite, durable, shared by every process on
+    the file — ``idempotency.db`` beside a store's database file; for a store without a file
+    (``:memory:`` or another backend), each call's ``<workspace>/.hermes/idempotency.db``
+    (:func:`idempotency_path`). One object per file in this process (:data:`IDEMPOTENCY_FILES`).
+    """
+    path = idempotency_path(store)
+    if path is not None:
+        return IDEMPOTENCY_FILES.at(path)
+    return RecordsPerWorkspace(IDEMPOTENCY_FILES.for_workspace)
+
+
+def open_notes(store: Store) -> NotesStores:
+    """The notes stores of an agent on ``store`` (the protocol:
+    ``hermes.tools.builtin.notes_store``): the SQLite file ``<workspace>/.hermes/notes.db`` of
+    each call's workspace, whatever the store (notes have always lived in the workspace)."""
+    del store  # a server backend of notes will be chosen by the store's URL
+    return workspace_notes
+
+
+# -- end of idempotency records and notes ----------------------------------------------------------

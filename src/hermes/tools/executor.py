@@ -22,7 +22,7 @@ from hermes.tools.registry import ToolRegistry
 __all__ = ["REMOVED_EXTRAS", "SandboxUnavailableError", "execute_tool_call", "json_safe"]
 
 #: ``ToolContext.extras`` keys that carried the pipeline's dependencies before the pipeline
-#: took them at construction (``ToolExecutor(authorizer=…, state=…, idempotency_path=…)``,
+#: took them at construction (``ToolExecutor(authorizer=…, state=…, idempotency=…)``,
 #: ``CallContext(approved=True)``, memory's step). A context still carrying one is refused,
 #: never silently ignored: an ignored ``authorizer`` would let every call through.
 REMOVED_EXTRAS = frozenset(
@@ -48,8 +48,10 @@ async def execute_tool_call(
     max_output_chars: int = 20_000,
 ) -> ToolResult:
     """Run ``call`` against ``registry`` through the default chain (no authorizer, the
-    process-wide policy state, idempotency records in ``<workspace>/.hermes/``); never raises
-    for a failure. ``ValueError`` when ``ctx.extras`` carries a key of :data:`REMOVED_EXTRAS`.
+    process-wide policy state and its in-process idempotency records — exactly-once within
+    this process, not durable: build a ``ToolExecutor(registry, idempotency=…)`` with durable
+    records, or use an ``Agent``, for keys that outlive the process); never raises for a
+    failure. ``ValueError`` when ``ctx.extras`` carries a key of :data:`REMOVED_EXTRAS`.
 
     Sync tools run in a worker thread, async ones on the loop; both under ``tool.timeout``
     (per attempt). Outputs are made JSON-safe; text longer than the tool's
@@ -61,7 +63,7 @@ async def execute_tool_call(
         raise ValueError(
             f"ToolContext.extras no longer carries the pipeline's dependencies ({keys}): build a "
             "hermes.tools.pipeline.ToolExecutor(registry, authorizer=…, state=…, "
-            "idempotency_path=…) and pass CallContext(approved=True) for an approved call"
+            "idempotency=…) and pass CallContext(approved=True) for an approved call"
         )
     executor = _executors.get(registry)
     if executor is None:

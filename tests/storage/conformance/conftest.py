@@ -1,8 +1,9 @@
 """Fixtures of the conformance suites: ``backend``/``store`` run a test on every store backend,
 ``locks_backend``/``make_locks`` on every ``SessionLocks``, ``memory_backend``/``memory_store``
 on every backend of the memory protocols, ``tool_calls_backend``/``tool_calls`` on every
-tool-call index, ``archive_backend``/``archive`` on every L3 archive, ``runs_backend`` and
-``dedupe``/``job_runs``/``plan_runs`` on every backend of event dedupe, job runs and plan runs
+tool-call index, ``archive_backend``/``archive`` on every L3 archive, ``idempotency_backend`` and
+``notes_backend`` on every backend of theirs, ``runs_backend`` and ``dedupe``/``job_runs``/
+``plan_runs`` on every backend of event dedupe, job runs and plan runs
 (``tests.storage.backends``)."""
 
 from __future__ import annotations
@@ -24,14 +25,18 @@ from hermes.session.store import Store
 from hermes.tools.plan_runs import PlanRuns
 from tests.storage.backends import (
     ARCHIVE_BACKENDS,
+    IDEMPOTENCY_BACKENDS,
     LOCKS_BACKENDS,
     MEMORY_BACKENDS,
+    NOTES_BACKENDS,
     RUNS_BACKENDS,
     STORE_BACKENDS,
     TOOL_CALL_INDEX_BACKENDS,
     ArchiveBackend,
     Backend,
+    IdempotencyBackend,
     MemoryBackend,
+    NotesBackend,
     RunsBackend,
     ToolCallIndexBackend,
 )
@@ -165,3 +170,23 @@ def durable(runs_backend: RunsBackend) -> RunsBackend:
 
 
 # -- end of event dedupe, job runs, plan runs --
+
+
+# -- idempotency records and notes -----------------------------------------------------------------
+
+
+@pytest.fixture(params=sorted(IDEMPOTENCY_BACKENDS))
+async def idempotency_backend(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[IdempotencyBackend]:
+    made = IDEMPOTENCY_BACKENDS[request.param](tmp_path)
+    yield made
+    await made.close()
+
+
+@pytest.fixture(params=sorted(NOTES_BACKENDS))
+def notes_backend(request: pytest.FixtureRequest, tmp_path: Path) -> NotesBackend:
+    return NOTES_BACKENDS[request.param](tmp_path)
+
+
+# -- end of idempotency records and notes ----------------------------------------------------------

@@ -8,7 +8,10 @@ Being a built-in makes a tool available by name, not offered: an Agent offers on
 is given (``calculator`` and ``current_time`` by default). The memory tools (``remember``,
 ``recall_memories``, ``forget_memory``) are not built-ins: memory owns them
 (:mod:`hermes.memory.tools`, bound to one memory); the agent adds them itself when it has a
-long-term memory (``Agent(memory=...)``) and binds their names to its memory.
+long-term memory (``Agent(memory=...)``) and binds their names to its memory. The notes
+tools (``note_add`` …) are built-ins whose module-level objects keep their entries in this
+process; an agent offering them binds them to its durable notes stores
+(:func:`hermes.tools.builtin.notes.notes_tools`).
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ tools"; the walk through one call is ``docs/tool-pipeline.md``).
 - The built-in steps, each in its own module: :class:`ValidateStep`, :class:`AuthorizeStep`,
   :class:`ApprovalStep`, :class:`CacheStep`, :class:`IdempotencyStep`, :class:`BreakerStep`,
   :class:`RunStep`.
+- :class:`IdempotencyRecords` — where the idempotency step keeps its keys (the protocol; the
+  SQLite backend is in ``hermes.storage.sqlite``); :class:`RecordsPerWorkspace` picks them by
+  each call's workspace.
 """
 
 from hermes.tools.pipeline.approval import ApprovalStep
@@ -18,6 +21,7 @@ from hermes.tools.pipeline.call import Call, Next, Step
 from hermes.tools.pipeline.chain import STEP_ORDER, SignalMode, ToolExecutor, default_steps
 from hermes.tools.pipeline.context import CallContext
 from hermes.tools.pipeline.idempotency import IdempotencyStep
+from hermes.tools.pipeline.idempotency_records import IdempotencyRecords, RecordsPerWorkspace
 from hermes.tools.pipeline.output import json_safe
 from hermes.tools.pipeline.results import refused, reused
 from hermes.tools.pipeline.run import RunStep, SandboxUnavailableError
@@ -33,8 +37,10 @@ __all__ = [
     "CacheStep",
     "Call",
     "CallContext",
+    "IdempotencyRecords",
     "IdempotencyStep",
     "Next",
+    "RecordsPerWorkspace",
     "RetryWith",
     "RunStep",
     "SandboxUnavailableError",

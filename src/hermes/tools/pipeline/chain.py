@@ -15,7 +15,6 @@ react to (DESIGN principle 2, seed 001 §3.2); only cancellation of the calling 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from time import perf_counter
 from typing import Literal
@@ -30,6 +29,7 @@ from hermes.tools.pipeline.cache import CacheStep
 from hermes.tools.pipeline.call import Call, Next, Step, StepTimer
 from hermes.tools.pipeline.context import CallContext
 from hermes.tools.pipeline.idempotency import IdempotencyStep
+from hermes.tools.pipeline.idempotency_records import IdempotencyRecords, RecordsPerWorkspace
 from hermes.tools.pipeline.results import refused
 from hermes.tools.pipeline.run import RunStep
 from hermes.tools.pipeline.signals import RetryWith, ToolSignal
@@ -57,18 +57,21 @@ def default_steps(
     state: PolicyState,
     *,
     authorizer: Checker | None = None,
-    idempotency_path: str | os.PathLike[str] | None = None,
+    idempotency: IdempotencyRecords | RecordsPerWorkspace | None = None,
 ) -> list[Step]:
     """The built-in chain: each step with its dependency (the authorizer, the breaker board,
-    the result cache, the idempotency records of ``state``). No authorizer (or a disabled
-    one): no authorize step."""
+    the result cache, the idempotency records — ``idempotency``, else the in-process ones of
+    ``state`` — and the per-key locks of ``state``). No authorizer (or a disabled one): no
+    authorize step."""
     steps: list[Step] = [ValidateStep()]
     if authorizer is not None and getattr(authorizer, "enabled", True):
         steps.append(AuthorizeStep(authorizer))
     steps += [
         ApprovalStep(),
         CacheStep(state.cache),
-        IdempotencyStep(state, idempotency_path),
+        IdempotencyStep(
+            idempotency if idempotency is not None else state.idempotency, state.key_locks
+        ),
         BreakerStep(state.breakers),
         RunStep(),
     ]
@@ -77,10 +80,15 @@ def default_steps(
 
 class ToolExecutor:
     """Runs tool calls of ``registry`` through the chain of ``steps`` (default:
-    :func:`default_steps` of ``state``, ``authorizer`` and ``idempotency_path``).
+    :func:`default_steps` of ``state``, ``authorizer`` and ``idempotency``).
 
-    ``state`` holds the breakers, the result cache and the idempotency files (default: the
-    process-wide one); ``max_output_chars`` bounds a text output unless the tool sets its own.
+    ``state`` holds the breakers, the result cache, the per-key locks and the in-process
+    idempotency records (default: the process-wide one). ``idempotency``: where the keys of
+    ``idempotency_key`` tools live (:mod:`hermes.tools.pipeline.idempotency_records`) — one
+    set of records, or :class:`RecordsPerWorkspace`; ``None``: the in-process records of
+    ``state``, exactly-once within this process but not durable (an ``Agent``'s executor gets
+    durable SQLite records from the composition root). ``max_output_chars`` bounds a text
+    output unless the tool sets its own.
     Add a step of your own with :meth:`insert` (before the first call, or any time: the chains
     are rebuilt), swap one with :meth:`replace`.
     """
@@ -91,7 +99,7 @@ class ToolExecutor:
         *,
         state: PolicyState | None = None,
         authorizer: Checker | None = None,
-        idempotency_path: str | os.PathLike[str] | None = None,
+        idempotency: IdempotencyRecords | RecordsPerWorkspace | None = None,
         max_output_chars: int = 20_000,
         steps: Iterable[Step] | None = None,
     ) -> None:
@@ -99,7 +107,7 @@ class ToolExecutor:
         self.state = state if state is not None else DEFAULT_POLICY_STATE
         self.max_output_chars = max_output_chars
         built = (
-            default_steps(self.state, authorizer=authorizer, idempotency_path=idempotency_path)
+            default_steps(self.state, authorizer=authorizer, idempotency=idempotency)
             if steps is None
             else list(steps)
         )

@@ -1,21 +1,23 @@
 """Idempotency (``idempotency_key=``): the same key gets the same stored result, durably —
 a retried request never pays twice. Keys are per user (``idempotency_key``); a claim is held
 for the worst-case length of the call; a call cancelled or timed out while running is stored
-as ``outcome_unknown`` (its effect may have happened: the key is not simply run again)."""
+as ``outcome_unknown`` (its effect may have happened: the key is not simply run again).
+
+Where the claims and results live is the step's ``IdempotencyRecords``, handed in when it is
+built (the protocol, and what a backend must do, in ``idempotency_records.py`` beside it)."""
 
 from __future__ import annotations
 
 import json
-import os
 
 from hermes.errors import StoreError
 from hermes.observe import get_logger
 from hermes.tools.base import Tool, ToolResult
 from hermes.tools.pipeline.call import Call, Next
+from hermes.tools.pipeline.idempotency_records import IdempotencyRecords, RecordsPerWorkspace
 from hermes.tools.pipeline.results import refused, reused
 from hermes.tools.pipeline.run import SANDBOX_GRACE_S
-from hermes.tools.policies import PolicyState, canonical_json, idempotency_key
-from hermes.tools.policies.idempotency import IdempotencyStore, new_owner
+from hermes.tools.policies import KeyLocks, canonical_json, idempotency_key, new_owner
 
 __all__ = ["IdempotencyStep"]
 
@@ -29,27 +31,32 @@ _UNKNOWN_ERRORS = frozenset({"timeout", "sandbox_timeout"})
 
 
 class IdempotencyStep:
-    """Claims the key (per-key lock in this process, a claim row across processes), replays a
-    stored result, or runs the rest of the chain and stores what it returned.
+    """Claims the key (per-key lock in this process, a claim in the records across
+    processes), replays a stored result, or runs the rest of the chain and stores what it
+    returned.
 
-    ``path``: the SQLite file of the records (an agent keeps it beside its session database);
-    ``None``: ``<workspace>/.hermes/idempotency.db`` of each call's workspace.
+    ``records``: where the keys live — one set of records for every call, or
+    :class:`RecordsPerWorkspace` (chosen by each call's workspace). ``key_locks``: the
+    per-key locks of this process (shared by the executors of one ``PolicyState``).
     """
 
     name = "idempotency"
 
-    def __init__(self, state: PolicyState, path: str | os.PathLike[str] | None = None) -> None:
-        self.state = state
-        self.path = None if path is None else os.fspath(path)
+    def __init__(
+        self, records: IdempotencyRecords | RecordsPerWorkspace, key_locks: KeyLocks
+    ) -> None:
+        self.records = records
+        self.key_locks = key_locks
 
     def applies(self, tool: Tool) -> bool:
         return tool.idempotency_key is not None
 
-    def store_for(self, call: Call) -> IdempotencyStore:
-        path = self.path
-        if path is None:
-            path = os.path.join(call.context.workspace_path(), ".hermes", "idempotency.db")
-        return self.state.idempotency_store(path)
+    def records_for(self, call: Call) -> IdempotencyRecords:
+        """The records of ``call``'s key."""
+        records = self.records
+        if isinstance(records, RecordsPerWorkspace):
+            return records.open(str(call.context.workspace_path()))
+        return records
 
     async def __call__(self, call: Call, next: Next) -> ToolResult:
         tool = call.tool
@@ -61,8 +68,8 @@ class IdempotencyStep:
             else call.arguments_json()
         )
         key = idempotency_key(call.context.user_id, material)
-        store = self.store_for(call)
-        async with self.state.key_locks.hold((tool.name, key)):
+        store = self.records_for(call)
+        async with self.key_locks.hold((tool.name, key)):
             owner = new_owner()
             try:
                 stored = await store.claim(tool.name, key, owner=owner, lease=_lease(tool))
@@ -95,7 +102,7 @@ class IdempotencyStep:
 
 
 async def _settle(
-    store: IdempotencyStore, tool: Tool, key: str, owner: str, result: ToolResult
+    store: IdempotencyRecords, tool: Tool, key: str, owner: str, result: ToolResult
 ) -> None:
     try:
         if result.ok or _outcome_unknown(result):

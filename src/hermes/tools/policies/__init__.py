@@ -3,9 +3,12 @@
 - :class:`RetryPolicy` — retries with exponential backoff and jitter (``retry=``).
 - :class:`BreakerPolicy` — a circuit breaker per tool name (``circuit_breaker=``).
 - :class:`ResultCache` — reuse a recent identical successful result (``cache_ttl=``).
-- :class:`IdempotencyStore` — same key, same stored result, durable (``idempotency_key=``).
+- :class:`LocalIdempotencyRecords` — same key, same stored result (``idempotency_key=``), in
+  this process; durable records come from the storage layer (the protocol:
+  ``hermes.tools.pipeline.idempotency_records``).
 
-Breakers, the cache and the idempotency files live in a :class:`PolicyState`. An executor uses
+Breakers, the cache, the per-key locks and the in-process idempotency records live in a
+:class:`PolicyState`. An executor uses
 the process-wide :data:`DEFAULT_POLICY_STATE` unless it is built with another one
 (``ToolExecutor(registry, state=...)``: tests use that for fake clocks and isolation); its
 steps get their part of it (breakers, cache, idempotency records) when they are built.
@@ -13,8 +16,6 @@ steps get their part of it (breakers, cache, idempotency records) when they are 
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from collections.abc import Callable
 
@@ -26,7 +27,12 @@ from hermes.tools.policies.breaker import (
     counts_as_failure,
 )
 from hermes.tools.policies.cache import ResultCache, canonical_json
-from hermes.tools.policies.idempotency import IdempotencyStore, KeyLocks, idempotency_key
+from hermes.tools.policies.idempotency import (
+    KeyLocks,
+    LocalIdempotencyRecords,
+    idempotency_key,
+    new_owner,
+)
 from hermes.tools.policies.retry import RetryPolicy, is_retryable
 
 __all__ = [
@@ -35,8 +41,8 @@ __all__ = [
     "BreakerPolicy",
     "BreakerState",
     "CircuitBreaker",
-    "IdempotencyStore",
     "KeyLocks",
+    "LocalIdempotencyRecords",
     "PolicyState",
     "ResultCache",
     "RetryPolicy",
@@ -44,14 +50,17 @@ __all__ = [
     "counts_as_failure",
     "idempotency_key",
     "is_retryable",
+    "new_owner",
 ]
 
 
 class PolicyState:
-    """Breakers, the result cache, per-key locks and the open idempotency files.
+    """Breakers, the result cache, per-key locks and the in-process idempotency records.
 
     ``clock`` (monotonic seconds) drives breakers and the cache; ``wall_clock`` (epoch
     seconds) drives idempotency expiry, which must mean the same after a restart.
+    ``idempotency`` is what an executor built without records keeps its keys in (in this
+    process only; an agent's executor gets durable records instead).
     """
 
     def __init__(
@@ -66,35 +75,16 @@ class PolicyState:
         self.breakers = BreakerBoard(clock)
         self.cache = ResultCache(cache_entries, clock)
         self.key_locks = KeyLocks()
-        self._stores: dict[str, IdempotencyStore] = {}
-        self._stores_lock = threading.Lock()
-
-    def idempotency_store(self, path: str | os.PathLike[str]) -> IdempotencyStore:
-        """The store of the file at ``path`` (one per file; opened on first use)."""
-        key = os.fspath(path)
-        store = self._stores.get(key)
-        if store is None:
-            with self._stores_lock:
-                store = self._stores.get(key)
-                if store is None:
-                    store = IdempotencyStore(key, clock=self.wall_clock)
-                    self._stores[key] = store
-        return store
+        self.idempotency = LocalIdempotencyRecords(clock=wall_clock)
 
     async def close(self) -> None:
-        """Close the idempotency files (what a process exit does); the state stays usable —
-        the next call opens them again."""
-        with self._stores_lock:
-            stores, self._stores = list(self._stores.values()), {}
-        for store in stores:
-            await store.close()
+        """Forget the in-process idempotency records (what a process exit does); the state
+        stays usable. Records handed to an executor are their opener's to close."""
+        self.idempotency.clear()
 
     def close_sync(self) -> None:
         """:meth:`close` outside an event loop."""
-        with self._stores_lock:
-            stores, self._stores = list(self._stores.values()), {}
-        for store in stores:
-            store.close_sync()
+        self.idempotency.clear()
 
 
 #: The state of every executor built without one (see the module docstring).
