@@ -15,6 +15,7 @@ from hermes import Agent
 from hermes.errors import InvalidIdError, InvalidInputError
 from hermes.models.base import ModelRequest, ModelResponse
 from hermes.session.items import Item, SessionState
+from hermes.session.store import Store
 from hermes.testing import FunctionModel, ScriptedModel, say
 from tests.agent.conftest import AgentFactory, all_items, assert_pairs_complete
 
@@ -294,6 +295,10 @@ def test_a_summary_folded_by_a_turn_that_dies_is_folded_again_by_the_next(
     agent = Agent(model=FunctionModel(model), store=db, context_rounds=2, summary_min_backlog=2)
 
     async def go() -> list[Item]:
+        # The dead turn's message went in with its working state: the next turn repairs it.
+        record = await agent.store.load_session("session-0108")
+        assert record is not None
+        assert record.state.fsm_state == "parsing_intent"
         await agent.run("back again", session_id="session-0108", user_id="u1")
         items = await agent.store.read_items("session-0108", limit=500)
         await agent.aclose()
@@ -308,3 +313,51 @@ def test_a_summary_folded_by_a_turn_that_dies_is_folded_again_by_the_next(
     assert summary.seq == back_again + 1
     assert "message number 1" in summary.content
     assert any("Summary" in str(m["content"]) for m in seen[-1] if m["role"] == "system")
+
+
+class _ForeignStore:
+    """A ``Store`` object that is not the SQLite store the agent knows (as a PostgreSQL one
+    will be): its claims are in-process only, so a live turn elsewhere shows only in the
+    stored working state."""
+
+    def __init__(self, inner: Store) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        if name == "begin_turn":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+async def test_a_turn_on_a_foreign_store_is_busy_while_another_process_thinks(
+    tmp_path: Path,
+) -> None:
+    from hermes.errors import SessionBusyError
+    from hermes.storage.sqlite.sessions import SQLiteStore
+
+    db = tmp_path / "h.db"
+    thinking, go_on = asyncio.Event(), asyncio.Event()
+
+    async def slow(request: ModelRequest) -> ModelResponse:
+        thinking.set()
+        await go_on.wait()
+        return say("first done")
+
+    inner1, inner2 = SQLiteStore(db), SQLiteStore(db)
+    first = Agent(model=FunctionModel(slow), store=_ForeignStore(inner1))  # type: ignore[arg-type]
+    second = Agent(model=FunctionModel(lambda r: say("second")), store=_ForeignStore(inner2))  # type: ignore[arg-type]
+    try:
+        running = asyncio.create_task(first.run("one", session_id="session-0109", user_id="u1"))
+        await asyncio.wait_for(thinking.wait(), 10)
+        with pytest.raises(SessionBusyError):
+            await second.run("two", session_id="session-0109", user_id="u1")
+        go_on.set()
+        assert (await running).reply == "first done"
+        items = await inner2.read_items("session-0109")
+        assert [i.content for i in items] == ["one", "first done"]
+    finally:
+        go_on.set()
+        for agent in (first, second):
+            await agent.aclose()
+        await inner1.close()
+        await inner2.close()

@@ -57,10 +57,11 @@ from hermes.models.base import ModelRequest, ModelResponse, ToolCall, ToolSpec
 from hermes.models.conversation import with_notes
 from hermes.observe import get_logger
 from hermes.session.context import build_messages, fit_messages
+from hermes.session.fsm import InvalidTransitionError
 from hermes.session.inbound import Inbound, read_inbound
 from hermes.session.items import ContextSlice, Item, SessionState
 from hermes.session.locks import SessionClaim
-from hermes.session.store import TurnStart, begin_turn
+from hermes.session.store import Opening, TurnStart, begin_turn
 from hermes.session.summary import summarize_backlog
 from hermes.session.tokens import message_tokens
 from hermes.tools.pipeline import CallContext
@@ -171,7 +172,7 @@ async def _start(
         return TurnStart(await rt.store.ensure_session(session_id, user_id)), incoming, meta
     start = await begin_turn(
         rt.store, session_id, user_id, incoming.item,
-        rounds=_window_rounds(rt), fence=claim.token, proceed=_goes_straight_on,
+        rounds=_window_rounds(rt), fence=claim.token, opening=_opening(rt, incoming),
     )  # fmt: skip
     return start, incoming, meta
 
@@ -181,11 +182,31 @@ def _window_rounds(rt: Runtime) -> int:
     return max(1, rt.settings.context_rounds - 1)
 
 
-def _goes_straight_on(state: SessionState) -> bool:
-    """Whether a turn on a session in ``state`` stores the user's message at once: not when a
-    turn died mid-way (its calls are repaired first, before the message) nor while an approval
-    waits (the message then records the decision)."""
-    return state.fsm_state not in WORKING_STATES and state.approval is None
+def _opening(rt: Runtime, incoming: Inbound) -> Opening:
+    """The state a turn stores with the user's message when it goes straight on: the state
+    machine's ``receive_input`` from the stored state, the message's personal-data flag in the
+    scratch — what the turn itself arrives at (``run_turn``), written in the same transaction
+    as the message, so a live turn's working state is in the store from its first write (it
+    tells other processes a turn runs, and the next turn after a crash what to repair).
+
+    None — the turn goes step by step — when a turn died mid-way (its calls are repaired
+    first, before the message), an approval waits (the message records the decision), or the
+    state has timed out (the turn applies the timeout first)."""
+
+    def opening(state: SessionState) -> SessionState | None:
+        if state.fsm_state in WORKING_STATES or state.approval is not None:
+            return None
+        fsm = rt.states.attach(state.fsm_state, state.state_entered_at)
+        try:
+            if fsm.expired() or not fsm.fire("receive_input", text=incoming.text):
+                return None
+        except InvalidTransitionError:  # a custom state machine: the turn says why
+            return None
+        scratch = dict(state.scratch)
+        incoming.flag(scratch)
+        return SessionState(fsm.state, fsm.entered_at, scratch, state.token_estimate, None)
+
+    return opening
 
 
 def _result(

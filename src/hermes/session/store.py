@@ -90,6 +90,12 @@ class TurnStart:
     stored: Item | None = None
 
 
+#: Given the session's stored state, the state to store with the turn's first message — or
+#: None: the turn does not go straight on (see :func:`begin_turn`). A pure function: a backend
+#: may call it again when it retries its transaction.
+Opening = Callable[[SessionState], SessionState | None]
+
+
 @runtime_checkable
 class TurnStarts(Protocol):
     """A store that begins a turn in one call (optional; :func:`begin_turn` falls back on the
@@ -103,7 +109,7 @@ class TurnStarts(Protocol):
         *,
         rounds: int,
         fence: int | None,
-        proceed: Callable[[SessionState], bool],
+        opening: Opening,
     ) -> TurnStart:
         """:func:`begin_turn`, as one call to the backend."""
         ...
@@ -117,26 +123,30 @@ async def begin_turn(
     *,
     rounds: int,
     fence: int | None,
-    proceed: Callable[[SessionState], bool],
+    opening: Opening,
 ) -> TurnStart:
-    """Begin a turn: the session (created if missing, as ``ensure_session``), then — when
-    ``proceed(state)`` holds for its stored state — the last ``rounds`` rounds
-    (``context_slice``) and ``item`` appended under the claim ``fence``, without a state (the
-    turn's next write saves it). When ``proceed`` says no (a session a turn must repair first,
-    or one waiting for an approval), nothing is written and the caller goes on step by step.
+    """Begin a turn: the session (created if missing, as ``ensure_session``); then, when
+    ``opening(state)`` gives a state for its stored one, the last ``rounds`` rounds
+    (``context_slice``, read before the message) and ``item`` appended with that state under
+    the claim ``fence`` — one ``append``: the message is never stored without the turn's
+    working state, which is what tells another process (and the next turn, after a crash) that
+    a turn was running. When ``opening`` gives None (a session a turn must repair first, or one
+    waiting for an approval), nothing is written and the caller goes on step by step.
 
-    One call to the backend where the store offers it (:class:`TurnStarts`: the SQLite store
-    does it in one hop, reading and writing on one connection); otherwise the three calls.
-    Raises what ``ensure_session`` and ``append`` raise (``SessionAccessError``,
-    ``ClaimLostError`` …); then nothing of the message is stored.
+    One call to the backend where the store offers it (:class:`TurnStarts`; the SQLite store
+    does it in one hop on one connection); otherwise the three ``Store`` calls. A backend may
+    run the steps as separate transactions, in this order; the append is atomic and fenced as
+    ``Store.append`` is. Raises what ``ensure_session`` and ``append`` raise
+    (``SessionAccessError``, ``ClaimLostError`` …); then nothing of the message is stored.
     """
     if isinstance(store, TurnStarts):
         return await store.begin_turn(
-            session_id, user_id, item, rounds=rounds, fence=fence, proceed=proceed
+            session_id, user_id, item, rounds=rounds, fence=fence, opening=opening
         )
     record = await store.ensure_session(session_id, user_id)
-    if not proceed(record.state):
+    state = opening(record.state)
+    if state is None:
         return TurnStart(record)
     slice_ = await store.context_slice(session_id, rounds)
-    (stored,) = await store.append(session_id, [item], fence=fence)
+    (stored,) = await store.append(session_id, [item], state, fence=fence)
     return TurnStart(record, slice_, stored)

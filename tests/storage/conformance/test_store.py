@@ -476,12 +476,15 @@ def starter(request: pytest.FixtureRequest, store: Store) -> Store:
     return store if request.param == "one call" else _StepByStep(store)  # type: ignore[return-value]
 
 
-def _always(state: SessionState) -> bool:
-    return True
+_WORKING = SessionState(fsm_state="parsing_intent", state_entered_at=42.0, scratch={"k": "v"})
+
+
+def _always(state: SessionState) -> SessionState:
+    return _WORKING
 
 
 async def test_begin_turn_creates_the_session_and_stores_the_message(starter: Store):
-    start = await begin_turn(starter, SID, "u1", user("hello"), rounds=3, fence=7, proceed=_always)
+    start = await begin_turn(starter, SID, "u1", user("hello"), rounds=3, fence=7, opening=_always)
     assert start.record.session_id == SID
     assert start.record.user_id == "u1"
     assert start.record.state.fsm_state == "idle"
@@ -491,6 +494,9 @@ async def test_begin_turn_creates_the_session_and_stores_the_message(starter: St
     assert (start.stored.seq, start.stored.content) == (1, "hello")
     assert start.stored.created_at > 0
     assert [i.content for i in await starter.read_items(SID)] == ["hello"]
+    record = await starter.load_session(SID)
+    assert record is not None
+    assert (record.state.fsm_state, record.state.scratch) == ("parsing_intent", {"k": "v"})
 
 
 async def test_begin_turn_reads_the_context_before_the_message(starter: Store):
@@ -498,7 +504,7 @@ async def test_begin_turn_reads_the_context_before_the_message(starter: Store):
     await starter.append(SID, rounds(4))
     expected = await starter.context_slice(SID, 2)
     start = await begin_turn(
-        starter, SID, "u1", user("next"), rounds=2, fence=None, proceed=_always
+        starter, SID, "u1", user("next"), rounds=2, fence=None, opening=_always
     )
     assert start.slice is not None
     assert start.stored is not None
@@ -512,40 +518,52 @@ async def test_begin_turn_reads_the_context_before_the_message(starter: Store):
     assert window[-1].content == "next"  # the next read holds it
 
 
-async def test_begin_turn_saves_no_state_with_the_message(starter: Store):
+async def test_begin_turn_stores_the_message_with_the_opening_state(starter: Store):
     await starter.ensure_session(SID, "u1")
-    kept = SessionState(fsm_state="collecting_parameters", state_entered_at=5.0, scratch={"a": 1})
+    kept = SessionState(fsm_state="awaiting_feedback", state_entered_at=5.0, scratch={"a": 1})
     await starter.save_state(SID, kept)
-    start = await begin_turn(starter, SID, "u1", user("x"), rounds=1, fence=1, proceed=_always)
-    assert start.record.state.scratch == {"a": 1}
+    seen: list[SessionState] = []
+
+    def opening(state: SessionState) -> SessionState:
+        seen.append(state)
+        return SessionState("parsing_intent", 6.0, {**state.scratch, "b": 2}, 7, None)
+
+    start = await begin_turn(starter, SID, "u1", user("x"), rounds=1, fence=1, opening=opening)
+    assert [(s.fsm_state, s.scratch) for s in seen[-1:]] == [("awaiting_feedback", {"a": 1})]
+    assert start.record.state.scratch == {"a": 1}  # the record is the session as found
     record = await starter.load_session(SID)
     assert record is not None
-    assert (record.state.fsm_state, record.state.scratch) == ("collecting_parameters", {"a": 1})
+    assert (record.state.fsm_state, record.state.state_entered_at) == ("parsing_intent", 6.0)
+    assert (record.state.scratch, record.state.token_estimate) == ({"a": 1, "b": 2}, 7)
+    assert record.last_seq == 1
 
 
-async def test_begin_turn_writes_nothing_when_the_caller_says_not_to_proceed(starter: Store):
+async def test_begin_turn_writes_nothing_when_the_opening_says_not_to_go_on(starter: Store):
     await starter.ensure_session(SID, "u1")
     waiting = SessionState(fsm_state="executing_tool", state_entered_at=1.0)
     await starter.save_state(SID, waiting)
     seen: list[str] = []
 
-    def proceed(state: SessionState) -> bool:
+    def opening(state: SessionState) -> SessionState | None:
         seen.append(state.fsm_state)
-        return False
+        return None
 
-    start = await begin_turn(starter, SID, "u1", user("x"), rounds=1, fence=1, proceed=proceed)
-    assert seen == ["executing_tool"]
+    start = await begin_turn(starter, SID, "u1", user("x"), rounds=1, fence=1, opening=opening)
+    assert seen[-1:] == ["executing_tool"]
     assert (start.slice, start.stored) == (None, None)
     assert start.record.state.fsm_state == "executing_tool"
     assert await starter.read_items(SID) == []
+    record = await starter.load_session(SID)
+    assert record is not None
+    assert record.state.fsm_state == "executing_tool"  # nothing saved either
 
 
 async def test_begin_turn_refuses_another_users_session_and_stores_nothing(starter: Store):
     await starter.ensure_session(SID, "u1")
     with pytest.raises(SessionAccessError):
-        await begin_turn(starter, SID, "u2", user("mine"), rounds=1, fence=1, proceed=_always)
+        await begin_turn(starter, SID, "u2", user("mine"), rounds=1, fence=1, opening=_always)
     with pytest.raises(InvalidIdError):
-        await begin_turn(starter, "bad id", "u1", user("x"), rounds=1, fence=1, proceed=_always)
+        await begin_turn(starter, "bad id", "u1", user("x"), rounds=1, fence=1, opening=_always)
     assert await starter.read_items(SID) == []
 
 
@@ -553,5 +571,5 @@ async def test_begin_turn_under_an_older_claim_is_refused_and_stores_nothing(sta
     await starter.ensure_session(SID, "u1")
     await starter.append(SID, [user("newer")], fence=20)
     with pytest.raises(ClaimLostError):
-        await begin_turn(starter, SID, "u1", user("stale"), rounds=1, fence=10, proceed=_always)
+        await begin_turn(starter, SID, "u1", user("stale"), rounds=1, fence=10, opening=_always)
     assert [i.content for i in await starter.read_items(SID)] == ["newer"]

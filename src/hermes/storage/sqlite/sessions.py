@@ -13,14 +13,14 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from hermes.errors import ClaimLostError, InvalidIdError, SessionAccessError, StoreError
 from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
-from hermes.session.store import TurnStart
+from hermes.session.store import Opening, TurnStart
 from hermes.storage.sqlite.migrations import apply_migrations
 from hermes.storage.sqlite.session_migrations import MIGRATIONS
 from hermes.storage.sqlite.support import SQLiteWorker, write_transaction
@@ -281,18 +281,19 @@ class SQLiteStore(SQLiteWorker):
         *,
         rounds: int,
         fence: int | None,
-        proceed: Callable[[SessionState], bool],
+        opening: Opening,
     ) -> TurnStart:
         """``hermes.session.store.begin_turn`` in one call: the session ensured, the slice read
-        and the message written on one connection, in one hop (a call that meets another
-        process's lock runs again, whole, on the worker: each step is safe to repeat)."""
+        and the message written with its state on one connection, in one hop (a call that
+        meets another process's lock runs again, whole, on the worker: each step is safe to
+        repeat, and ``opening`` is pure)."""
         if rounds < 1:
             raise ValueError(f"rounds must be at least 1, got {rounds}")
         _check_ids(session_id, user_id)
         now = time.time()
         start = await self._run(
             "begin_turn", _begin_turn, session_id, user_id, _item_values(item), now,
-            limits=(rounds, self.window_limit, self.sticky_limit), fence=fence, proceed=proceed,
+            limits=(rounds, self.window_limit, self.sticky_limit), fence=fence, opening=opening,
             windows=self._windows,
         )  # fmt: skip
         if isinstance(start, SessionRecord):
@@ -455,17 +456,20 @@ def _begin_turn(
     *,
     limits: tuple[int, int, int],
     fence: int | None,
-    proceed: Callable[[SessionState], bool],
+    opening: Opening,
     windows: WindowCache,
 ) -> SessionRecord | tuple[SessionRecord, ContextSlice, int]:
-    """The session; and, if ``proceed`` holds for its state, its slice and the seq of the
-    message appended after it (the slice is read first, so it does not hold the message)."""
+    """The session; and, if ``opening`` gives a state for its stored one, its slice and the
+    seq of the message appended after it with that state (the slice is read first, so it does
+    not hold the message)."""
     record = _ensure_session(conn, session_id, user_id, None, now)
-    if not proceed(record.state):
+    state = opening(record.state)
+    if state is None:
         return record
     rounds, window_limit, sticky_limit = limits
     slice_ = _context_slice(conn, session_id, rounds, window_limit, sticky_limit, windows=windows)
-    return record, slice_, _append(conn, session_id, [values], None, now, fence=fence)
+    first = _append(conn, session_id, [values], _state_values(state), now, fence=fence)
+    return record, slice_, first
 
 
 def _append(
