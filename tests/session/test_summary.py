@@ -215,3 +215,29 @@ async def test_folding_a_huge_backlog_reads_only_the_newest_items(store: Store):
     assert folded.meta is not None
     assert folded.meta["covers_until"] == 3_996
     assert (await store.context_slice(SID, 1)).backlog == 0
+
+
+async def test_a_summarizer_that_changes_its_items_changes_nothing_stored(tmp_path) -> None:
+    """The store may hand out the items it keeps for its next reads (its window cache): a
+    pluggable summarizer gets copies, so whatever it does to them stays with it."""
+    from hermes.storage.sqlite.sessions import SQLiteStore
+
+    class Scribbler:
+        async def summarize(self, previous: str | None, items: list[Item]) -> str:
+            for item in items:
+                item.content = "scribbled"
+                if item.meta is not None:
+                    item.meta["scribbled"] = True
+            return "summary"
+
+    async with SQLiteStore(tmp_path / "s.db") as store:
+        await store.ensure_session(SID, None)
+        await store.append(SID, [Item("user", "text", "noted", meta={"k": 1}), *rounds(1)])
+        await store.context_slice(SID, 2)  # the store keeps this window …
+        await store.append(SID, rounds(2))
+        sliced = await store.context_slice(SID, 2)  # … and serves the backlog from it
+        assert sliced.backlog > 0
+        await fold_backlog(store, SID, sliced, Scribbler(), min_backlog=1)
+        again = await store.read_items(SID, limit=1000)
+        assert "scribbled" not in [i.content for i in again]
+        assert all("scribbled" not in (i.meta or {}) for i in again)

@@ -241,3 +241,33 @@ async def test_the_built_ins_without_an_agent_keep_notes_in_process(tmp_path: Pa
     assert isinstance(listed.output, dict)
     assert [n["text"] for n in listed.output["notes"]] == ["x"]
     assert not (tmp_path / ".hermes").exists()  # no file: nothing outlives the process
+
+
+async def test_notes_kept_in_process_say_so_once(tmp_path: Path) -> None:
+    """Outside an Agent the notes tools keep their entries in the process: the first store
+    made logs that (``notes_in_process``), once, so nobody learns it from a restart."""
+    import json
+
+    from hermes.observe import configure_logging, reset_logging
+    from hermes.tools.builtin.notes_store import LocalNotesStores
+
+    log_file = tmp_path / "hermes.log"
+    configure_logging(log_file, level="INFO")
+    try:
+        registry = ToolRegistry()
+        for made in notes_tools(LocalNotesStores()):
+            registry.register(made)
+        for n, workspace in enumerate((tmp_path / "a", tmp_path / "b", tmp_path / "a")):
+            workspace.mkdir(exist_ok=True)
+            ctx = ToolContext(user_id="u1", workspace=workspace)
+            result = await execute_tool_call(
+                registry, ToolCall(f"c{n}", "note_add", {"text": f"note {n}"}), ctx
+            )
+            assert result.ok, result
+    finally:
+        reset_logging()
+    events = [json.loads(line) for line in log_file.read_text().splitlines()]
+    warned = [e for e in events if e["event"] == "notes_in_process"]
+    assert len(warned) == 1
+    assert "Agent(tools=" in warned[0]["reason"]
+    assert not (tmp_path / "a" / ".hermes").exists()

@@ -289,6 +289,29 @@ async def test_a_bare_executor_keeps_its_keys_in_process_and_writes_no_file(
     assert not (await executor.run(call, ctx)).cached
 
 
+async def test_a_bare_executor_says_once_that_its_keys_do_not_outlive_the_process(
+    orders: Orders, tmp_path: Path
+) -> None:
+    import json
+
+    from hermes.observe import configure_logging, reset_logging
+
+    log_file = tmp_path / "hermes.log"
+    configure_logging(log_file, level="INFO")
+    try:
+        executor = ToolExecutor(orders.registry(), state=PolicyState())
+        ctx = CallContext(call_id="c", user_id="u1", workspace=str(tmp_path))
+        for order in ("A-1", "A-2", "A-1"):
+            await executor.run(ToolCall("c", "refund", {"order_id": order, "amount": 1}), ctx)
+    finally:
+        reset_logging()
+    events = [json.loads(line) for line in log_file.read_text().splitlines()]
+    warned = [e for e in events if e["event"] == "idempotency_in_process"]
+    assert len(warned) == 1
+    assert warned[0]["level"] == "warning"
+    assert "idempotency=" in warned[0]["reason"]
+
+
 class BrokenRecords(LocalIdempotencyRecords):
     """Records whose backend is down."""
 

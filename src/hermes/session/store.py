@@ -49,13 +49,18 @@ class Store(Protocol):
 
     async def context_slice(self, session_id: str, rounds: int) -> ContextSlice:
         """The sticky items, latest summary and last ``rounds`` rounds of a session, read with
-        indexed queries whose cost does not grow with the session's length."""
+        indexed queries whose cost does not grow with the session's length.
+
+        Items are append-only: the ones a store returns (here and from :meth:`read_items`) may
+        be the very objects it keeps for its next reads (the SQLite store's window cache), so
+        they must not be changed — copy one to change it."""
         ...
 
     async def read_items(
         self, session_id: str, after_seq: int = 0, before_seq: int | None = None, limit: int = 200
     ) -> list[Item]:
-        """Items with ``after_seq < seq < before_seq`` in order, at most ``limit``."""
+        """Items with ``after_seq < seq < before_seq`` in order, at most ``limit`` (not to be
+        changed: see :meth:`context_slice`)."""
         ...
 
     async def list_sessions(

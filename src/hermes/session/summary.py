@@ -265,7 +265,8 @@ async def summarize_backlog(
     fetched = await store.read_items(
         session_id, after_seq=after, before_seq=slice.window_start, limit=max_items
     )
-    items = [item for item in fetched if item.kind != "summary"]
+    # Copies: a summarizer is pluggable code, and the store's items must never change.
+    items = [_copy(item) for item in fetched if item.kind != "summary"]
     skipped = max(0, slice.backlog - len(items))
     previous = slice.summary.content if slice.summary is not None else None
     text = await summarizer.summarize(previous, items)
@@ -280,4 +281,20 @@ async def summarize_backlog(
         content=text,
         trace_id=trace_id,
         meta={"covers_until": slice.window_start - 1, "folded": len(items), "skipped": skipped},
+    )
+
+
+def _copy(item: Item) -> Item:
+    """``item`` with its own ``meta`` (the store's object stays as it was)."""
+    return Item(
+        item.role,
+        item.kind,
+        item.content,
+        item.tool_call_id,
+        item.tool_name,
+        item.sticky,
+        item.trace_id,
+        None if item.meta is None else dict(item.meta),
+        item.seq,
+        item.created_at,
     )

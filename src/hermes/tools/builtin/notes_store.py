@@ -35,6 +35,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
+from hermes.observe import get_logger
+
+log = get_logger("tools")
+
 __all__ = ["Entry", "Kind", "LocalNotes", "LocalNotesStores", "NotesStore", "NotesStores"]
 
 Kind = Literal["note", "todo"]
@@ -120,7 +124,9 @@ class LocalNotes:
 
 
 class LocalNotesStores:
-    """One :class:`LocalNotes` per workspace (resolved path), made on first use."""
+    """One :class:`LocalNotes` per workspace (resolved path), made on first use. The first
+    one made logs a warning (``notes_in_process``): notes kept here are gone with the process,
+    which nobody should learn from a restart (an ``Agent`` binds its notes tools to SQLite)."""
 
     def __init__(self) -> None:
         self._stores: dict[Path, LocalNotes] = {}
@@ -131,5 +137,12 @@ class LocalNotesStores:
         with self._lock:
             store = self._stores.get(key)
             if store is None:
+                if not self._stores:
+                    log.warning(
+                        "notes_in_process",
+                        reason="notes tools used outside an Agent keep their entries in this "
+                        "process only; offer them through Agent(tools=[...]) to keep them in "
+                        "<workspace>/.hermes/notes.db",
+                    )
                 store = self._stores[key] = LocalNotes()
             return store

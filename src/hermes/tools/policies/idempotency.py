@@ -23,6 +23,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from time import time as wall_clock
 
+from hermes.observe import get_logger
+
+logger = get_logger("tools")
+
 __all__ = ["KeyLocks", "LocalIdempotencyRecords", "idempotency_key", "new_owner"]
 
 #: How often a caller re-reads a key another owner has claimed (seconds).
@@ -112,11 +116,21 @@ class LocalIdempotencyRecords:
         self._lock = threading.Lock()
         self._purge_every = purge_every
         self._changes = 0
+        self._warned = False
 
     def __len__(self) -> int:
         return len(self._records)
 
     async def claim(self, tool: str, key: str, *, owner: str, lease: float) -> str | None:
+        if not self._warned:  # once: keys kept here do not survive the process
+            self._warned = True
+            logger.warning(
+                "idempotency_in_process",
+                tool=tool,
+                reason="this executor keeps idempotency keys in this process only; build it "
+                "with durable records (ToolExecutor(idempotency=...)) or run the tool through "
+                "an Agent, whose keys live in idempotency.db",
+            )
         while True:
             now = self.clock()
             with self._lock:
