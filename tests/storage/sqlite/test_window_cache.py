@@ -12,7 +12,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from hermes.session.items import Item
+from hermes.session.items import ContextSlice, Item, SessionState
+from hermes.session.store import begin_turn
 from hermes.storage.sqlite.sessions import SQLiteStore
 
 # One side: turns on one session, one per line of stdin ("msg-N"); prints the user messages
@@ -135,50 +136,95 @@ async def test_the_backlog_before_the_window_is_served_from_the_cache(tmp_path: 
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     steps=st.lists(
         st.one_of(
-            st.tuples(st.just("append"), st.sampled_from(["store", "other"]), st.integers(1, 3)),
-            st.tuples(st.just("slice"), st.integers(1, 4), st.just(0)),
-            st.tuples(st.just("read"), st.integers(0, 12), st.integers(1, 14)),
-            st.tuples(st.just("recreate"), st.just(""), st.just(0)),
+            st.tuples(
+                st.just("append"), st.sampled_from(["store", "other"]), st.integers(1, 3),
+                st.booleans(),
+            ),
+            st.tuples(st.just("begin"), st.just(""), st.integers(1, 4), st.booleans()),
+            st.tuples(st.just("summary"), st.sampled_from(["store", "other"]), st.integers(0, 9),
+                      st.just(False)),
+            st.tuples(st.just("slice"), st.just(""), st.integers(1, 4), st.just(False)),
+            st.tuples(st.just("read"), st.integers(0, 12), st.integers(1, 14), st.booleans()),
+            st.tuples(st.just("recreate"), st.just(""), st.just(0), st.just(False)),
         ),
         max_size=25,
     )
-)
+)  # fmt: skip
+@example(  # another process wrote after the entry: those rows come from the file
+    steps=[("append", "store", 2, False), ("slice", "", 4, False), ("append", "other", 1, False),
+           ("read", 0, 12, False)]
+)  # fmt: skip
 @example(  # deleted and created again by another process: the old items are never served
-    steps=[("append", "store", 2), ("slice", 4, 0), ("recreate", "", 0), ("append", "other", 1),
-           ("read", 0, 5), ("slice", 2, 0)]
+    steps=[("append", "store", 2, False), ("slice", "", 4, False), ("recreate", "", 0, False),
+           ("append", "other", 1, False), ("read", 0, 5, False), ("slice", "", 2, False)]
 )  # fmt: skip
 async def test_reads_through_the_cache_equal_reads_from_the_file(tmp_path: Path, steps) -> None:
-    """Whatever this store and another writer do, in any order, a window or a range of items
-    this store serves (from its cache where it can) is what a store without a cache reads."""
+    """Whatever this store and another writer do, in any order — rounds (sticky or not),
+    summaries, turns begun in one call, a session deleted and made again — a slice or a range
+    of items this store serves (from its cache where it can) is what a store without a cache
+    reads: the window, the sticky items, the summary, the backlog, a ``limit`` too."""
     db = tmp_path / f"p{abs(hash(str(steps)))}.db"
     async with SQLiteStore(db) as store, SQLiteStore(db) as other:
         await store.ensure_session("session-1", "u1")
         written = 0
-        for op, a, b in steps:
-            if op == "append":
-                writer = store if a == "store" else other
-                await writer.append("session-1", _rounds(b, start=written))
-                written += b
-                continue
-            if op == "recreate":
-                await other.delete_session("session-1")
-                await other.ensure_session("session-1", "u1")
+        for op, a, b, flag in steps:
+            if op in ("append", "begin", "summary", "recreate"):
+                written = await _write(store, other, (op, a, b, flag), written)
                 continue
             async with SQLiteStore(db) as fresh:
                 if op == "slice":
-                    got = await store.context_slice("session-1", a)
-                    want = await fresh.context_slice("session-1", a)
-                    assert _seen(got.window) == _seen(want.window)
-                    assert (got.backlog, got.backlog_from) == (want.backlog, want.backlog_from)
+                    got = await store.context_slice("session-1", b)
+                    want = await fresh.context_slice("session-1", b)
+                    assert _sliced(got) == _sliced(want)
                 else:
-                    got_items = await store.read_items("session-1", a, before_seq=a + b)
-                    want_items = await fresh.read_items("session-1", a, before_seq=a + b)
+                    limit = 3 if flag else 200
+                    got_items = await store.read_items("session-1", a, a + b, limit)
+                    want_items = await fresh.read_items("session-1", a, a + b, limit)
                     assert _seen(got_items) == _seen(want_items)
+
+
+async def _write(
+    store: SQLiteStore, other: SQLiteStore, step: tuple[str, object, int, bool], written: int
+) -> int:
+    op, who, count, flag = step
+    writer = store if who == "store" else other
+    if op == "append":
+        made = _rounds(count, start=written)
+        made[0].sticky = flag
+        await writer.append("session-1", made)
+        return written + count
+    if op == "begin":
+        opened = SessionState(fsm_state="parsing_intent", state_entered_at=1.0)
+        await begin_turn(
+            store, "session-1", "u1", Item("user", "text", f"q{written}", sticky=flag),
+            rounds=count, fence=None, opening=lambda state: opened,
+        )  # fmt: skip
+        await store.append("session-1", [Item("assistant", "text", f"a{written}")])
+        return written + 1
+    if op == "summary":
+        covers = {"covers_until": count} if count else None
+        await writer.append("session-1", [Item("system", "summary", f"s{written}", meta=covers)])
+        return written
+    await other.delete_session("session-1")
+    await other.ensure_session("session-1", "u1")
+    return written
+
+
+def _sliced(sliced: ContextSlice) -> tuple[object, ...]:
+    summary = None if sliced.summary is None else (sliced.summary.seq, sliced.summary.content)
+    return (
+        _seen(sliced.window),
+        _seen(sliced.sticky),
+        summary,
+        sliced.backlog,
+        sliced.backlog_from,
+        sliced.window_start,
+    )
 
 
 def _seen(items: list[Item]) -> list[tuple[int, str]]:
