@@ -229,3 +229,82 @@ def _sliced(sliced: ContextSlice) -> tuple[object, ...]:
 
 def _seen(items: list[Item]) -> list[tuple[int, str]]:
     return [(i.seq, i.content) for i in items]
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    turns=st.lists(
+        st.tuples(
+            st.sampled_from(["turn", "turn", "turn", "sticky", "summary", "other", "recreate"]),
+            st.integers(1, 5),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    limits=st.tuples(st.integers(0, 3), st.sampled_from([6, 2000])),
+)
+@example(  # a later read asks for more rounds than the one that filled the entry
+    turns=[("sticky", 1), ("turn", 1), ("turn", 1), ("turn", 1), ("sticky", 1), ("summary", 4),
+           ("turn", 1)],
+    limits=(1, 6),
+)  # fmt: skip
+async def test_a_live_session_served_from_memory_reads_as_the_file(
+    tmp_path: Path, turns: list[tuple[str, int]], limits: tuple[int, int]
+) -> None:
+    """A session this store keeps writing (turns, sticky messages, summaries folding any
+    backlog), read after every write with any number of rounds and small sticky and window
+    limits, while another writer and a delete-and-create now and then invalidate what it
+    holds: every slice it serves whole from memory is the one a store without memory reads."""
+    sticky_limit, window_limit = limits
+    db = tmp_path / f"l{abs(hash(str((turns, limits))))}.db"
+    opened = {"sticky_limit": sticky_limit, "window_limit": window_limit}
+    async with SQLiteStore(db, **opened) as store, SQLiteStore(db, **opened) as other:
+        await store.ensure_session("session-1", "u1")
+        for n, (op, rounds) in enumerate(turns):
+            if op == "other":
+                await other.append("session-1", _rounds(1, start=1000 + n))
+            elif op == "recreate":
+                await other.delete_session("session-1")
+                await other.ensure_session("session-1", "u1")
+            elif op == "summary":
+                last = await store.load_session("session-1")
+                covered = 0 if last is None else max(0, last.last_seq - 2 * rounds)
+                await store.append(
+                    "session-1",
+                    [Item("system", "summary", f"s{n}", meta={"covers_until": covered})],
+                )
+            else:
+                made = _rounds(1, start=n)
+                made[0].sticky = op == "sticky"
+                await store.append("session-1", made)
+            async with SQLiteStore(db, **opened) as fresh:
+                for asked in (rounds, 1, 5, rounds):
+                    got = await store.context_slice("session-1", asked)
+                    want = await fresh.context_slice("session-1", asked)
+                    assert _sliced(got) == _sliced(want), (op, asked)
+
+
+async def test_a_live_sessions_next_window_costs_one_query(tmp_path: Path) -> None:
+    """Once read, a session this store writes to is served from memory: its next slice asks
+    the file only for the session's latest seq (to know nobody else wrote) — with its backlog
+    folded as a turn folds it (a long unfolded backlog is counted by the file)."""
+    async with SQLiteStore(tmp_path / "s.db") as store:
+        await store.ensure_session("session-1", "u1")
+        await store.append("session-1", _rounds(20))
+        folded = Item("system", "summary", "s", meta={"covers_until": 16})  # rounds 0-7
+        await store.append("session-1", [folded])
+        await store.context_slice("session-1", 12)
+        for n in range(3):  # turns: written by this store, each followed by the next read
+            await store.append("session-1", _rounds(1, start=20 + n))
+            statements: list[str] = []
+            assert store._conn is not None
+            store._conn.set_trace_callback(statements.append)
+            try:
+                sliced = await store.context_slice("session-1", 12)
+            finally:
+                store._conn.set_trace_callback(None)
+            assert len(statements) == 1, statements
+            assert "last_seq" in statements[0]
+            assert sliced.window[-1].content == f"a{20 + n}"

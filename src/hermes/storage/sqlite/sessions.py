@@ -24,7 +24,7 @@ from hermes.session.store import Opening, TurnStart
 from hermes.storage.sqlite.migrations import apply_migrations
 from hermes.storage.sqlite.session_migrations import MIGRATIONS
 from hermes.storage.sqlite.support import SQLiteWorker, write_transaction
-from hermes.storage.sqlite.window_cache import WindowCache
+from hermes.storage.sqlite.window_cache import WindowCache, covers_until
 
 DEFAULT_DB_PATH = Path(".hermes") / "hermes.db"
 
@@ -167,12 +167,6 @@ def _record_from_row(row: Any) -> SessionRecord:
             approval=approval if isinstance(approval, dict) else None,
         ),
     )
-
-
-def _covers_until(summary: Item) -> int:
-    """The last seq a summary folds in; a summary without the mark covers all before it."""
-    value = (summary.meta or {}).get("covers_until")
-    return value if isinstance(value, int) else summary.seq - 1
 
 
 def _check_ids(session_id: str, user_id: str | None) -> None:
@@ -540,11 +534,16 @@ def _context_slice(
     last_seq = 0 if found is None else int(found[0])
     if last_seq == 0:
         return ContextSlice(sticky=[], summary=None, window=[], backlog_from=1, window_start=1)
+    # A live session's next window, served from what this process holds when nobody else has
+    # written since (the cache's docstring says why it cannot be stale).
+    served = windows.serve(session_id, found[1], last_seq, (rounds, window_limit, sticky_limit))
+    if served is not None:
+        return served
     start = conn.execute(SQL_ROUND_START, (session_id, rounds - 1)).fetchone()
     window_start = 1 if start is None else int(start[0])
     window_start = max(window_start, last_seq - window_limit + 1)
-    # The items up to the latest seq just read that this process already holds (the cache's
-    # docstring says why they cannot be stale); only the rows after them are read.
+    # The items up to the latest seq just read that this process already holds; only the rows
+    # after them are read.
     window, after = windows.reusable(session_id, found[1], window_start, last_seq)
     if after <= last_seq:
         window.extend(
@@ -553,13 +552,15 @@ def _context_slice(
         )
     row = conn.execute(SQL_LATEST_SUMMARY, (session_id,)).fetchone()
     summary = None if row is None else _item_from_row(row)
-    covered = 0 if summary is None else _covers_until(summary)
-    windows.put(session_id, found[1], window, keep_from=covered + 1)
+    covered = 0 if summary is None else covers_until(summary)
     sticky = [
         _item_from_row(r)
         for r in conn.execute(SQL_STICKY, (session_id, window_start, sticky_limit))
     ]
     sticky.reverse()
+    windows.put(
+        session_id, found[1], window, keep_from=covered + 1, read=(summary, sticky, sticky_limit)
+    )
     # Seqs are contiguous, so the backlog is arithmetic; only the (few) summary items in the
     # gap are counted, through their partial index.
     backlog = window_start - 1 - covered
