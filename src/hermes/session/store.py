@@ -144,10 +144,12 @@ async def begin_turn(
     ``Store.append`` is. Raises what ``ensure_session`` and ``append`` raise
     (``SessionAccessError``, ``ClaimLostError`` …); then nothing of the message is stored.
     """
-    if isinstance(store, TurnStarts):
-        return await store.begin_turn(
+    native = getattr(store, "begin_turn", None)  # TurnStarts (an isinstance check costs ~10 µs)
+    if native is not None:
+        started: TurnStart = await native(
             session_id, user_id, item, rounds=rounds, fence=fence, opening=opening
         )
+        return started
     record = await store.ensure_session(session_id, user_id)
     state = opening(record.state)
     if state is None:

@@ -263,7 +263,7 @@ class SQLiteStore(SQLiteWorker):
         state_row = None if state is None else _state_values(state)
         now = time.time()
         first = await self._run("append", _append, session_id, rows, state_row, now, fence=fence)
-        stored = [_stored_copy(item, first + i, now) for i, item in enumerate(items)]
+        stored = _stored_items(items, first, now)
         self._windows.extend(session_id, first, stored)
         return stored
 
@@ -293,7 +293,7 @@ class SQLiteStore(SQLiteWorker):
         if isinstance(start, SessionRecord):
             return TurnStart(start)
         record, slice_, first = start
-        stored = _stored_copy(item, first, now)
+        (stored,) = _stored_items([item], first, now)
         self._windows.extend(session_id, first, [stored])
         return TurnStart(record, slice_, stored)
 
@@ -424,21 +424,24 @@ def _ensure_locked(
     return None
 
 
-def _stored_copy(item: Item, seq: int, now: float) -> Item:
-    """``item`` as stored at ``seq``; field by field rather than ``dataclasses.replace``:
-    this is on every turn's hot path."""
-    return Item(
-        item.role,
-        item.kind,
-        item.content,
-        item.tool_call_id,
-        item.tool_name,
-        item.sticky,
-        item.trace_id,
-        item.meta,
-        seq,
-        now,
-    )
+def _stored_items(items: Sequence[Item], first: int, now: float) -> list[Item]:
+    """``items`` as stored from seq ``first`` on; field by field rather than
+    ``dataclasses.replace``: this is on every turn's hot path."""
+    return [
+        Item(
+            item.role,
+            item.kind,
+            item.content,
+            item.tool_call_id,
+            item.tool_name,
+            item.sticky,
+            item.trace_id,
+            item.meta,
+            first + i,
+            now,
+        )
+        for i, item in enumerate(items)
+    ]
 
 
 def _begin_turn(
