@@ -198,7 +198,7 @@ def _convert(
                 repaired += 1
         elif item.role in ("user", "system"):
             messages.append({"role": item.role, "content": item.content})
-            costs.append(_item_tokens(item))
+            costs.append(item.tokens if item.tokens >= 0 else _item_tokens(item))
             if item.sticky and item.role == "user":
                 sticky.add(id(messages[-1]))
         else:  # a text item with role "tool" has no call to answer
@@ -214,7 +214,7 @@ def _add_to_assistant(assistant: Message, item: Item, costs: list[int], call_ids
         if previous is None:
             assistant["content"] = item.content
             if costs[-1] >= 0:
-                costs[-1] += _item_tokens(item)
+                costs[-1] += item.tokens if item.tokens >= 0 else _item_tokens(item)
         else:  # texts joined: counted once the joined text is whole
             assistant["content"] = previous + "\n" + item.content
             costs[-1] = -1
@@ -228,7 +228,7 @@ def _add_to_assistant(assistant: Message, item: Item, costs: list[int], call_ids
         {"id": call_id, "type": "function", "function": function}
     )
     if costs[-1] >= 0:
-        costs[-1] += _item_tokens(item)
+        costs[-1] += item.tokens if item.tokens >= 0 else _item_tokens(item)
     return True
 
 
@@ -288,7 +288,7 @@ def _rounds(window: list[Item]) -> tuple[list[list[Message]], int, set[int], int
                 total += message_tokens(answer)
             else:
                 answer = {"role": "tool", "tool_call_id": call["id"], "content": result.content}
-                total += _item_tokens(result)
+                total += result.tokens if result.tokens >= 0 else _item_tokens(result)
             current.append(answer)
     if current:
         rounds.append(current)
