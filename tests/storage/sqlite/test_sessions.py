@@ -350,3 +350,32 @@ async def test_a_version_2_database_gains_the_approval_column(tmp_path: Path) ->
         await store.close()
     assert "approval" in _columns(path, "sessions")
     assert _version(path) == SCHEMA_VERSION == 4
+
+
+async def test_a_turn_begins_in_one_write_transaction(tmp_path: Path) -> None:
+    """``begin_turn`` on the SQLite store: a new session is created with its first message,
+    and an existing one gets its message, each in one ``BEGIN IMMEDIATE`` … ``COMMIT``."""
+    from hermes.session.items import Item, SessionState
+    from hermes.session.store import begin_turn
+
+    def opening(state: SessionState) -> SessionState:
+        return SessionState("parsing_intent", 1.0)
+
+    async with SQLiteStore(tmp_path / "s.db") as store:
+        for text in ("first", "second"):
+            statements: list[str] = []
+            assert store._conn is not None
+            store._conn.set_trace_callback(statements.append)
+            try:
+                start = await begin_turn(
+                    store, "session-1", "u1", Item("user", "text", text),
+                    rounds=3, fence=1, opening=opening,
+                )  # fmt: skip
+            finally:
+                store._conn.set_trace_callback(None)
+            assert start.stored is not None
+            assert [s for s in statements if s in ("BEGIN IMMEDIATE", "COMMIT")] == [
+                "BEGIN IMMEDIATE",
+                "COMMIT",
+            ]
+        assert [i.content for i in await store.read_items("session-1")] == ["first", "second"]

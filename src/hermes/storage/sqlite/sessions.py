@@ -93,10 +93,15 @@ SQL_READ_ITEMS = (
 _NO_UPPER_BOUND = 2**62
 
 
+#: ensure_ascii=False: Chinese text stays readable in the file and round-trips as is. One
+#: encoder for every write: ``json.dumps`` with options builds a new one per call (~2 µs, and
+#: a turn writes six or more JSON values).
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _dump_json(value: Any, what: str) -> str:
     try:
-        # ensure_ascii=False: Chinese text stays readable in the file and round-trips as is.
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return _JSON.encode(value)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"{what} is not JSON-serializable: {exc}") from exc
 
@@ -458,15 +463,31 @@ def _begin_turn(
 ) -> SessionRecord | tuple[SessionRecord, ContextSlice, int]:
     """The session; and, if ``opening`` gives a state for its stored one, its slice and the
     seq of the message appended after it with that state (the slice is read first, so it does
-    not hold the message)."""
-    record = _ensure_session(conn, session_id, user_id, None, now)
-    state = opening(record.state)
-    if state is None:
-        return record
-    rounds, window_limit, sticky_limit = limits
-    slice_ = _context_slice(conn, session_id, rounds, window_limit, sticky_limit, windows=windows)
-    first = _append(conn, session_id, [values], _state_values(state), now, fence=fence)
-    return record, slice_, first
+    not hold the message). One write transaction: a new session is created with its first
+    message, and what the slice reads cannot change before the message is written."""
+    with write_transaction(conn):
+        row = conn.execute(_SELECT_SESSION, (session_id,)).fetchone()
+        if row is not None and not _needs_claim(row, session_id, user_id, None):
+            record = _record_from_row(row)
+        else:  # created now, or bound to its first user
+            created = _ensure_locked(conn, session_id, user_id, None, now)
+            if created is None:
+                created = _record_from_row(conn.execute(_SELECT_SESSION, (session_id,)).fetchone())
+            record = created
+        state = opening(record.state)
+        if state is None:
+            return record
+        rounds, window_limit, sticky_limit = limits
+        slice_ = _context_slice(
+            conn, session_id, rounds, window_limit, sticky_limit, windows=windows,
+            known=(record.last_seq, record.created_at),
+        )  # fmt: skip
+        rows = [values]
+        return (
+            record,
+            slice_,
+            _append_locked(conn, session_id, rows, _state_values(state), now, fence=fence),
+        )
 
 
 def _append(
@@ -479,6 +500,20 @@ def _append(
     fence: int | None = None,
 ) -> int:
     """Write items and/or state in one transaction; return the seq of the first item."""
+    with write_transaction(conn):
+        return _append_locked(conn, session_id, rows, state_row, now, fence=fence)
+
+
+def _append_locked(
+    conn: sqlite3.Connection,
+    session_id: str,
+    rows: list[tuple[Any, ...]],
+    state_row: tuple[Any, ...] | None,
+    now: float,
+    *,
+    fence: int | None = None,
+) -> int:
+    """:func:`_append` inside the caller's write transaction."""
     count = len(rows)
     params: list[Any] = [count, count, now]
     if state_row is not None:
@@ -489,18 +524,17 @@ def _append(
     if fence is not None:
         params.append(fence)
     sql = _RESERVE[(int(state_row is not None), int(fence is not None))]
-    with write_transaction(conn):
-        # One statement checks the fence, reserves the seqs and saves the state (RETURNING:
-        # SQLite >= 3.35); the write lock of BEGIN IMMEDIATE keeps the reserved range ours.
-        found = conn.execute(sql, params).fetchone()
-        if found is None:
-            _refuse_append(conn, session_id, fence)
-        first = int(found[0]) - count + 1
-        if rows:
-            conn.executemany(
-                _INSERT_ITEM,
-                [(session_id, first + i, *values, now) for i, values in enumerate(rows)],
-            )
+    # One statement checks the fence, reserves the seqs and saves the state (RETURNING:
+    # SQLite >= 3.35); the write lock of BEGIN IMMEDIATE keeps the reserved range ours.
+    found = conn.execute(sql, params).fetchone()
+    if found is None:
+        _refuse_append(conn, session_id, fence)
+    first = int(found[0]) - count + 1
+    if rows:
+        conn.executemany(
+            _INSERT_ITEM,
+            [(session_id, first + i, *values, now) for i, values in enumerate(rows)],
+        )
     return first
 
 
@@ -530,10 +564,17 @@ def _context_slice(
     sticky_limit: int,
     *,
     windows: WindowCache,
+    known: tuple[int, float] | None = None,
 ) -> ContextSlice:
-    found = conn.execute(
-        "SELECT last_seq, created_at FROM sessions WHERE session_id = ?", (session_id,)
-    ).fetchone()
+    """The slice (see ``SQLiteStore.context_slice``); ``known``: the session's ``last_seq`` and
+    ``created_at``, read by the caller in the same transaction (one query less)."""
+    found = (
+        known
+        if known is not None
+        else conn.execute(
+            "SELECT last_seq, created_at FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+    )
     last_seq = 0 if found is None else int(found[0])
     if last_seq == 0:
         return ContextSlice(sticky=[], summary=None, window=[], backlog_from=1, window_start=1)
