@@ -33,7 +33,8 @@ across two transactions):
 - **The trace.** ``delivery.trace_id`` is the trace of the standing claim: the first delivery's,
   or that of the delivery that claimed it again after a failure or a dead holder.
 - **Window.** A key is kept ``keep`` seconds (``webhooks.dedupe_hours``, default 72 h) from its
-  latest claim; after that it is as if never seen (``get`` returns ``None``, a claim is
+  latest ``new`` claim (a duplicate, in-progress or conflicting delivery does not extend it);
+  after that it is as if never seen (``get`` returns ``None``, a claim is
   ``new``), and :meth:`~EventDedupe.expire` deletes it. A key under a live lease never expires.
 - **Durable.** A finished outcome survives a restart (a reopen of the same storage).
 
