@@ -11,10 +11,7 @@ meets one, by :meth:`SQLiteEventDedupe.expire`, and in the periodic upkeep on th
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import time
-from pathlib import Path
 from typing import Any, Literal
 
 from hermes.channels.dedupe import (
@@ -25,9 +22,9 @@ from hermes.channels.dedupe import (
     check_event_key,
 )
 from hermes.errors import LeaseLostError
-from hermes.storage.sqlite.leases import Clock, next_token
-from hermes.storage.sqlite.migrations import Migration, apply_migrations
-from hermes.storage.sqlite.support import SQLiteWorker, write_transaction
+from hermes.storage.sqlite.leases import RunsFile, next_token
+from hermes.storage.sqlite.migrations import Migration
+from hermes.storage.sqlite.support import write_transaction
 
 MIGRATIONS: list[Migration] = [
     (
@@ -151,35 +148,14 @@ def _expire(conn: sqlite3.Connection, now: float) -> int:
         return conn.execute(_EXPIRE, (now, now)).rowcount
 
 
-class SQLiteEventDedupe(SQLiteWorker):
-    """An :class:`~hermes.channels.dedupe.EventDedupe` on one SQLite file (WAL).
-
-    ``path``: the file (``":memory:"``: private to this object). ``clock``: the time source
-    (``time.time``). ``busy_timeout``: seconds a write waits for another process's lock.
-    Opening creates or migrates the schema and raises ``StoreError`` for an unusable file.
+class SQLiteEventDedupe(RunsFile):
+    """An :class:`~hermes.channels.dedupe.EventDedupe` on one SQLite file (WAL); ``path``,
+    ``clock`` and ``busy_timeout`` as for :class:`~hermes.storage.sqlite.leases.RunsFile`.
     """
 
     kind = "event dedupe store"
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        clock: Clock = time.time,
-        busy_timeout: float = 5.0,
-    ) -> None:
-        raw = os.fspath(path)
-        super().__init__(
-            raw if raw == ":memory:" else str(Path(raw)), busy_timeout, thread_name="hermes-events"
-        )
-        self._clock = clock
-        self._open_now()
-
-    def __repr__(self) -> str:
-        return f"SQLiteEventDedupe({self.path!r})"
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        apply_migrations(conn, self.path, MIGRATIONS)
+    migrations = MIGRATIONS
+    thread = "hermes-events"
 
     def _maintain_connection(self, conn: sqlite3.Connection) -> None:
         # The checkpoint first: the purge may meet another process's lock (busy timeout 0

@@ -10,10 +10,7 @@ write lock from the first statement), so of any number of processes claiming one
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import time
-from pathlib import Path
 from typing import Any, Literal
 
 from hermes.errors import LeaseLostError, RunNotFoundError
@@ -29,9 +26,9 @@ from hermes.scheduler.runs import (
     due_key,
     new_run_id,
 )
-from hermes.storage.sqlite.leases import Clock, next_token
-from hermes.storage.sqlite.migrations import Migration, apply_migrations
-from hermes.storage.sqlite.support import SQLiteWorker, write_transaction
+from hermes.storage.sqlite.leases import RunsFile, next_token
+from hermes.storage.sqlite.migrations import Migration
+from hermes.storage.sqlite.support import write_transaction
 
 MIGRATIONS: list[Migration] = [
     (
@@ -211,35 +208,14 @@ def _prune(conn: sqlite3.Connection, before_ms: int) -> int:
         return conn.execute(sql, (before_ms,)).rowcount
 
 
-class SQLiteJobRuns(SQLiteWorker):
-    """A :class:`~hermes.scheduler.runs.JobRuns` on one SQLite file (WAL).
-
-    ``path``: the file (``":memory:"``: private to this object). ``clock``: the time source
-    (``time.time``). ``busy_timeout``: seconds a write waits for another process's lock.
-    Opening creates or migrates the schema and raises ``StoreError`` for an unusable file.
+class SQLiteJobRuns(RunsFile):
+    """A :class:`~hermes.scheduler.runs.JobRuns` on one SQLite file (WAL); ``path``,
+    ``clock`` and ``busy_timeout`` as for :class:`~hermes.storage.sqlite.leases.RunsFile`.
     """
 
     kind = "job runs store"
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        clock: Clock = time.time,
-        busy_timeout: float = 5.0,
-    ) -> None:
-        raw = os.fspath(path)
-        super().__init__(
-            raw if raw == ":memory:" else str(Path(raw)), busy_timeout, thread_name="hermes-jobs"
-        )
-        self._clock = clock
-        self._open_now()
-
-    def __repr__(self) -> str:
-        return f"SQLiteJobRuns({self.path!r})"
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        apply_migrations(conn, self.path, MIGRATIONS)
+    migrations = MIGRATIONS
+    thread = "hermes-jobs"
 
     async def claim(
         self,

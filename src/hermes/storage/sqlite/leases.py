@@ -15,12 +15,16 @@ plan is recorded in its session by a separate, idempotent write.
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from hermes.errors import InvalidInputError, StoreError
+from hermes.storage.sqlite.migrations import Migration, apply_migrations
+from hermes.storage.sqlite.support import SQLiteWorker
 
 #: A source of the current time in seconds since the epoch (``time.time``; a fake in tests).
 Clock = Callable[[], float]
@@ -57,3 +61,34 @@ def load_json(text: str | None, what: str) -> Any:
 def default_path(beside: str | Path, filename: str) -> str:
     """``filename`` in the directory of the database file ``beside``."""
     return str(Path(beside).with_name(filename))
+
+
+class RunsFile(SQLiteWorker):
+    """The file of one record of claims (event dedupe, job runs, plan runs): ``path``
+    (``":memory:"``: private to this object), ``clock`` (the time source, ``time.time``),
+    ``busy_timeout`` (seconds a write waits for another process's lock). Opening creates or
+    migrates the schema (:attr:`migrations`) and raises ``StoreError`` for an unusable file."""
+
+    #: The schema of the file, applied on opening; the worker thread's name.
+    migrations: ClassVar[Sequence[Migration]] = ()
+    thread: ClassVar[str] = "hermes-runs"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock = time.time,
+        busy_timeout: float = 5.0,
+    ) -> None:
+        raw = os.fspath(path)
+        super().__init__(
+            raw if raw == ":memory:" else str(Path(raw)), busy_timeout, thread_name=self.thread
+        )
+        self._clock = clock
+        self._open_now()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path!r})"
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        apply_migrations(conn, self.path, self.migrations)

@@ -11,18 +11,15 @@ processes resuming one run cannot both win (the second reads the first's live le
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from hermes.errors import LeaseLostError, NodeTransitionError, RunNotFoundError
-from hermes.storage.sqlite.leases import Clock, dump_json, load_json, next_token
-from hermes.storage.sqlite.migrations import Migration, apply_migrations
-from hermes.storage.sqlite.support import SQLiteWorker, write_transaction
+from hermes.storage.sqlite.leases import RunsFile, dump_json, load_json, next_token
+from hermes.storage.sqlite.migrations import Migration
+from hermes.storage.sqlite.support import write_transaction
 from hermes.tools.plan_runs import (
     DEFAULT_LEASE_SECONDS,
     FinalPlanStatus,
@@ -345,36 +342,18 @@ def _delete_user(conn: sqlite3.Connection, user_id: str) -> int:
         return conn.execute("DELETE FROM plan_runs WHERE user_id = ?", (user_id,)).rowcount
 
 
-class SQLitePlanRuns(SQLiteWorker):
-    """A :class:`~hermes.tools.plan_runs.PlanRuns` on one SQLite file (WAL).
-
-    ``path``: the file (``":memory:"``: private to this object). ``clock``: the time source
-    (``time.time``). ``busy_timeout``: seconds a write waits for another process's lock.
-    Opening creates or migrates the schema and raises ``StoreError`` for an unusable file.
+class SQLitePlanRuns(RunsFile):
+    """A :class:`~hermes.tools.plan_runs.PlanRuns` on one SQLite file (WAL); ``path``,
+    ``clock`` and ``busy_timeout`` as for :class:`~hermes.storage.sqlite.leases.RunsFile`.
     """
 
     kind = "plan runs store"
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        clock: Clock = time.time,
-        busy_timeout: float = 5.0,
-    ) -> None:
-        raw = os.fspath(path)
-        super().__init__(
-            raw if raw == ":memory:" else str(Path(raw)), busy_timeout, thread_name="hermes-plans"
-        )
-        self._clock = clock
-        self._open_now()
-
-    def __repr__(self) -> str:
-        return f"SQLitePlanRuns({self.path!r})"
+    migrations = MIGRATIONS
+    thread = "hermes-plans"
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA foreign_keys = ON")
-        apply_migrations(conn, self.path, MIGRATIONS)
+        super()._prepare(conn)
 
     async def create(
         self,
