@@ -13,41 +13,9 @@ from typing import Any
 import pytest
 
 from hermes.errors import StoreError
-from hermes.memory.hashing import content_hash
-from hermes.memory.index import NewToolCall, ToolCallStatus
 from hermes.storage.sqlite.migrations import apply_migrations
 from hermes.storage.sqlite.tool_calls import MIGRATIONS, SQLiteToolCallIndex
-
-T0 = 1_800_000_000.0
-H_IN = content_hash({"city": "上海"})
-H_OUT = content_hash({"temp": 21})
-
-
-def call(
-    *,
-    session: str = "session-0001",
-    user: str | None = "u1",
-    tool: str = "get_weather",
-    input_hash: str | None = H_IN,
-    output_hash: str | None = H_OUT,
-    status: ToolCallStatus = "ok",
-    at: float = T0,
-    reusable: bool = False,
-    version: str = "",
-    **metadata: Any,
-) -> NewToolCall:
-    return NewToolCall(
-        session_id=session,
-        user_id=user,
-        tool_name=tool,
-        input_hash=input_hash,
-        output_hash=output_hash,
-        status=status,
-        timestamp=at,
-        metadata={"ok": status == "ok", **metadata},
-        reusable=reusable,
-        tool_version=version,
-    )
+from tests.storage.conformance.test_tool_call_index import H_IN, H_OUT, T0, call
 
 
 @pytest.fixture
