@@ -25,7 +25,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $@
 
 $(DEV_STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[dev,semantic]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,semantic,otel]"
 	touch $@ $(STAMP)
 
 MUTATION_STAMP := $(VENV)/.installed-mutation

@@ -25,7 +25,17 @@ import os
 import sys
 
 # Importing the command modules registers their commands on ``app``.
-from hermes.channels import browse, chat, init_cmd, mcp_cmd, memory_cmd, run, sessions_cmd
+from hermes.channels import (
+    browse,
+    chat,
+    init_cmd,
+    mcp_cmd,
+    memory_cmd,
+    run,
+    serve_cmd,
+    sessions_cmd,
+    trace_cmd,
+)
 from hermes.channels.app import app
 from hermes.channels.output import report_error
 
@@ -34,7 +44,7 @@ __all__ = ["app", "main"]
 DEBUG_ENV_VAR = "HERMES_DEBUG"
 EXIT_INTERNAL_ERROR = 1
 
-del browse, chat, init_cmd, mcp_cmd, memory_cmd, run, sessions_cmd
+del browse, chat, init_cmd, mcp_cmd, memory_cmd, run, serve_cmd, sessions_cmd, trace_cmd
 
 
 def main() -> None:

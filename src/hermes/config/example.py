@@ -125,4 +125,20 @@ memory:
   demote_after_days: 90     # never-recalled memories are demoted after this …
   delete_after_days: 180    # … and deleted after this
   tool_calls_retention_days: 90   # upkeep prunes older tool-call index entries and their outputs
+
+# `hermes serve`: the HTTP API (docs/http.md). Loopback and anonymous by default.
+# HTTP 服务：默认只监听本机；配置 api_keys 后每个请求都要带密钥。
+server:
+  host: 127.0.0.1
+  port: 8000
+  api_keys: []              # [{key: ${HERMES_API_KEY}, user: alice, roles: [admin]}]
+  allow_anonymous: false    # serve a non-loopback host without keys (refused otherwise)
+  rate_limit: {per_minute: null}  # requests per key and minute -> 429 with Retry-After
+  max_body_bytes: 1048576   # larger bodies are 413
+  cors_origins: []          # none by default
+  busy: enqueue             # a busy session: enqueue (wait its turn) | reject (409)
+  model_id: hermes          # the id GET /v1/models lists (OpenAI-compatible routes)
+  events_keep_seconds: 3600 # a turn's events stay replayable this long (SSE resume)
+  idempotency_hours: 24     # Idempotency-Key records are kept this long
+  shutdown_grace_seconds: 15  # SIGTERM waits this long for running turns, then checkpoints
 """

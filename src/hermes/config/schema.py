@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from hermes.config.checks import check_scopes
 from hermes.config.local import check_timezone, os_user_id
 from hermes.config.mcp import ServerConfig, parse_mcp_servers
+from hermes.config.server import ServerConfig as HttpServerConfig
 from hermes.config.urls import http_url
 from hermes.errors import InvalidIdError
 from hermes.session.ids import validate_user_id
@@ -383,7 +384,9 @@ class MemoryConfig(_Section):
         return value
 
 
-_SECTIONS = ("agent", "store", "logging", "brain", "tools", "rbac", "mcp_serve", "memory")
+_SECTIONS = (
+    "agent", "store", "logging", "brain", "tools", "rbac", "mcp_serve", "memory", "server"
+)  # fmt: skip
 
 
 class HermesConfig(_Section):
@@ -402,6 +405,8 @@ class HermesConfig(_Section):
     mcp_servers: dict[str, ServerConfig] = Field(default_factory=dict)
     mcp_serve: McpServeConfig = Field(default_factory=McpServeConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    #: ``hermes serve`` (``hermes.config.server``).
+    server: HttpServerConfig = Field(default_factory=HttpServerConfig)
 
     @field_validator("mcp_servers", mode="before")
     @classmethod

@@ -1,0 +1,56 @@
+"""The FastAPI application of ``hermes serve`` (DESIGN.md, HTTP).
+
+``create_app(agent, settings)`` wires the error shape, the middleware (auth limits, body size,
+CORS, trace ids, metrics) and every route module's router around one :class:`Service`. The
+agent is the caller's: the app never closes it (``hermes serve`` does, after shutdown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from fastapi import FastAPI
+
+from hermes import __version__
+from hermes.channels.http import approvals, chat, health, memory, sessions, turns
+from hermes.channels.http.errors import install_error_handlers
+from hermes.channels.http.state import Service
+from hermes.config.server import ServerConfig
+
+if TYPE_CHECKING:
+    from hermes.agent.agent import Agent
+    from hermes.config import LoadedConfig
+
+#: Route modules in the order their routes are matched.
+ROUTERS = (chat, turns, sessions, approvals, memory, health)
+
+
+def create_app(
+    agent: Agent,
+    settings: ServerConfig | None = None,
+    *,
+    loaded: LoadedConfig | None = None,
+) -> FastAPI:
+    """The HTTP API over ``agent`` with ``settings`` (default: ``ServerConfig()``)."""
+    svc = Service(agent=agent, settings=settings or ServerConfig(), loaded=loaded)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if agent.mcp is not None:
+            agent.mcp.start()
+        yield
+        svc.stopping = True
+
+    app = FastAPI(
+        title="Hermes",
+        version=__version__,
+        description="A strict, fast, message-driven agent runtime. / 消息驱动的智能体运行时。",
+        lifespan=lifespan,
+    )
+    app.state.hermes = svc
+    install_error_handlers(app)
+    for module in ROUTERS:
+        app.include_router(module.router)
+    return app

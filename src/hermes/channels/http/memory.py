@@ -1,0 +1,7 @@
+"""Routes: memory (see DESIGN.md, HTTP)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter()

@@ -1,0 +1,3 @@
+"""``hermes serve``: see DESIGN.md ("More CLI")."""
+
+from __future__ import annotations
