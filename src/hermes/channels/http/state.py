@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
@@ -17,6 +18,7 @@ from hermes.config.server import ServerConfig
 
 if TYPE_CHECKING:
     from hermes.agent.agent import Agent
+    from hermes.agent.events import AgentEvent
     from hermes.config import LoadedConfig
 
 
@@ -61,6 +63,9 @@ class Service:
     running: RunningTurns = field(default_factory=RunningTurns)
     #: Set when shutdown starts: new turns are refused (503), running ones finish.
     stopping: bool = False
+    #: Called with ``(trace_id, session_id, event)`` for every event of every turn the service
+    #: runs (metrics, spans); an observer must not raise or block.
+    observers: list[Callable[[str, str, AgentEvent], None]] = field(default_factory=list)
     #: Parts added by their own modules (turn events, request keys, metrics, limiter), by name.
     parts: dict[str, Any] = field(default_factory=dict)
 
