@@ -9,9 +9,11 @@ works on a copy: opening a directory may migrate it, and the fixture must stay a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +44,7 @@ class Opened:
 async def opened(tmp_path: Path) -> AsyncIterator[Opened]:
     root = tmp_path / "workspace"
     shutil.copytree(FIXTURE, root)
+    _keep_idempotency_keys_fresh(root / ".hermes" / "idempotency.db")
     shipped: list[str] = []
     agent, memory = open_agent(root, shipped, extractor="off")
     try:
@@ -49,6 +52,14 @@ async def opened(tmp_path: Path) -> AsyncIterator[Opened]:
     finally:
         await agent.aclose()
         await memory.aclose()
+
+
+def _keep_idempotency_keys_fresh(path: Path) -> None:
+    """The fixture ages, its keys' ``idempotency_ttl`` does not: move each key's expiry to an
+    hour from now, as if the directory had been written a moment ago (the test is about the
+    move, not about expiry, which tests/storage/conformance covers)."""
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("UPDATE tool_idempotency SET expires_at = ?", (time.time() + 3600,))
 
 
 def _lines(items: Any) -> list[str]:

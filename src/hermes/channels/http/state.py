@@ -8,8 +8,8 @@ share — the turns running now (cancel, busy, shutdown), their replayable event
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
