@@ -109,7 +109,8 @@ async def test_unknown_expired_and_malformed_approvals(serve):
         )
         assert no_session.status_code == 404
         record = await s.agent.store.load_session("session-appr-001")
-        assert record is not None and record.state.approval is not None
+        assert record is not None
+        assert record.state.approval is not None
         expired = {**record.state.approval, "expires_at": 1.0}
         state = SessionState(
             fsm_state=record.state.fsm_state,
