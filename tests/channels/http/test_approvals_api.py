@@ -3,6 +3,8 @@ person, and deciding them over HTTP — end to end through a real agent on a SQL
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 from hermes import tool
@@ -144,3 +146,36 @@ async def test_a_key_neither_sees_nor_decides_another_users_approvals(serve):
         )
         assert done.status_code == 200
         assert SENT == ["bob@example.com"]
+
+
+async def test_an_approved_call_still_running_is_stopped_by_cancel(serve):
+    started = asyncio.Event()
+
+    @tool(requires_approval=True)
+    async def slow_transfer(amount: int) -> str:
+        """Transfer money, slowly."""
+        started.set()
+        await asyncio.sleep(30)
+        return "done"
+
+    model = ScriptedModel([call("slow_transfer", {"amount": 5}, id="c1"), say("unused")])
+    async with serve(model, [slow_transfer]) as s:
+        result = await s.agent.run("pay", session_id="session-slow-0001", user_id="alice")
+        assert result.approval_id is not None
+        decided = asyncio.ensure_future(
+            s.client.post(
+                f"/v1/approvals/{result.approval_id}",
+                json={"session_id": "session-slow-0001", "decision": "approve"},
+            )
+        )
+        await asyncio.wait_for(started.wait(), 10)
+        cancelled = await s.client.post("/v1/sessions/session-slow-0001/cancel")
+        assert cancelled.json() == {"cancelled": 1}
+        got = await asyncio.wait_for(decided, 10)
+        assert (got.status_code, got.json()["error"]["type"]) == (409, "turn_cancelled")
+        items = (await s.client.get("/v1/sessions/session-slow-0001")).json()["items"]
+        # The approved call runs as a new call of the "yes" turn; cancelled, it is interrupted.
+        last = [i for i in items if i["kind"] == "tool_result"][-1]
+        assert last["tool_name"] == "slow_transfer"
+        assert json.loads(last["content"])["error"]["type"] == "interrupted"
+        assert s.svc.running.of("session-slow-0001") == []

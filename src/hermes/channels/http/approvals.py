@@ -109,5 +109,14 @@ async def decide(
     # Registered like every turn: cancel and shutdown see it. Shielded: a decision taken is
     # carried out even when the client goes away before the reply.
     svc.running.add(record.session_id, task)
-    result = await asyncio.shield(task)
+    try:
+        result = await asyncio.shield(task)
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if task.cancelled() and (current is None or not current.cancelling()):
+            # The turn was stopped (POST /v1/sessions/{id}/cancel), not this request.
+            raise ApiError(
+                409, "turn_cancelled", "the turn was cancelled / 本轮对话已被取消"
+            ) from None
+        raise
     return result.to_json_dict()
