@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from hermes.agent.compose import open_plan_runs
 from hermes.session.items import Item
 from tests.channels.http.resources_fixtures import ADMIN_KEY, ALICE_KEY, KEYED, bearer, serve
 
@@ -95,9 +96,20 @@ async def test_erasing_a_user_deletes_their_sessions_and_memories_and_nobody_els
         await _add(s, "bob", "I prefer coffee")
         await s.agent.memory.store.save_habits("alice", {"weather": 3})
         await s.agent.memory.store.save_habits("bob", {"news": 1})
-        got = await s.client.delete("/v1/users/alice")
+        runs = open_plan_runs(store)
+        try:
+            for user in ("alice", "bob"):
+                await runs.create(
+                    "trip", spec={"nodes": []}, params={"who": user}, node_ids=["n1"],
+                    user_id=user,
+                )  # fmt: skip
+            got = await s.client.delete("/v1/users/alice")
+            assert [r.user_id for r in await runs.list_runs()] == ["bob"]
+        finally:
+            await runs.close()
         assert got.status_code == 200
         body = got.json()
+        assert body["plans"] == 1
         assert body["user_id"] == "alice"
         assert (body["sessions"], body["memories"]) == (2, 2)
         assert body["habits"] == 1

@@ -6,9 +6,10 @@
 - ``POST /v1/memory/{user_id}`` ``{content}`` → 201 with the object (``score`` null, and
   ``created``: false when the same content was already remembered — one memory, not two).
 - ``DELETE /v1/memory/{user_id}/{id}`` → 204 (404 ``memory_not_found``).
-- ``DELETE /v1/users/{user_id}`` → 200 ``{user_id, sessions, memories, blobs, habits}`` (what
-  was deleted): the user's sessions with their items (running turns cancelled first), memories,
-  tool-call records with the archive blobs no one else uses, and habit counts.
+- ``DELETE /v1/users/{user_id}`` → 200 ``{user_id, sessions, memories, blobs, habits, plans}``
+  (what was deleted): the user's sessions with their items (running turns cancelled first),
+  memories, tool-call records with the archive blobs no one else uses, habit counts and plan
+  runs.
 
 Memory off (``agent.memory`` is None, or without a long-term store) makes the memory routes
 409 ``memory_disabled``; erasing a user still erases the sessions.
@@ -21,6 +22,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict
 
+from hermes.agent.compose import open_plan_runs
 from hermes.channels.http.auth import CallerDep, acting_user
 from hermes.channels.http.errors import ApiError
 from hermes.channels.http.sessions import cancel_running, delete_claimed
@@ -127,7 +129,13 @@ async def erase_user(user_id: str, svc: ServiceDep, caller: CallerDep) -> dict[s
     counts = {"memories": 0, "blobs": 0, "habits": 0}
     if svc.agent.memory is not None:
         counts.update(await svc.agent.memory.forget_user(user))
-    return {"user_id": user, "sessions": sessions, **counts}
+    # A plan run's params and results may hold what the user said (hermes.tools.plan_runs).
+    runs = open_plan_runs(svc.agent.store)
+    try:
+        plans = await runs.delete_user(user)
+    finally:
+        await runs.close()
+    return {"user_id": user, "sessions": sessions, **counts, "plans": plans}
 
 
 async def _erase_sessions(svc: Service, user_id: str) -> int:
