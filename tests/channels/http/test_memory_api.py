@@ -9,6 +9,8 @@ import pytest
 
 from hermes.agent.compose import open_plan_runs
 from hermes.session.items import Item
+from hermes.testing import ScriptedModel, call, say
+from tests.agent.conftest import add
 from tests.channels.http.resources_fixtures import ADMIN_KEY, ALICE_KEY, KEYED, bearer, serve
 
 __all__ = ["serve"]
@@ -138,3 +140,17 @@ async def test_a_key_acts_only_on_its_own_memories_unless_admin(serve):
         assert len((await s.client.get("/v1/memory/bob", headers=bearer(ADMIN_KEY))).json()) == 1
         assert (await s.client.get("/v1/memory/alice", headers=alice)).json() == []
         assert (await s.client.get("/v1/memory/alice")).status_code == 401
+
+
+async def test_erasing_a_user_deletes_the_tool_call_records_of_their_turns(serve):
+    model = ScriptedModel([call("add", {"a": 2, "b": 3}), say("5")] * 2)
+    async with serve(model, [add]) as s:
+        await s.agent.run("2+3", session_id="session-tool-alic", user_id="alice")
+        await s.agent.run("2+3", session_id="session-tool-bobs", user_id="bob")
+        tools = s.agent.memory.tools
+        assert tools is not None
+        assert len(await tools.index.by_session("session-tool-alic")) == 1
+        got = await s.client.delete("/v1/users/alice")
+        assert got.json()["sessions"] == 1
+        assert len(await tools.index.by_session("session-tool-alic")) == 0
+        assert len(await tools.index.by_session("session-tool-bobs")) == 1
