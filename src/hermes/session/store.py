@@ -10,6 +10,10 @@ from typing import Protocol, runtime_checkable
 
 from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
 
+#: Where a page of :meth:`Store.list_sessions` starts: the ``(last_active, session_id)`` of the
+#: last session of the page before.
+SessionCursor = tuple[float, str]
+
 
 @runtime_checkable
 class Store(Protocol):
@@ -64,9 +68,18 @@ class Store(Protocol):
         ...
 
     async def list_sessions(
-        self, user_id: str | None = None, limit: int = 50
+        self,
+        user_id: str | None = None,
+        limit: int = 50,
+        *,
+        after: SessionCursor | None = None,
+        awaiting_approval: bool = False,
     ) -> list[SessionRecord]:
-        """Sessions, most recently active first."""
+        """Sessions (of ``user_id`` if given), most recently active first, ties by
+        ``session_id`` — at most ``limit``. ``after`` is the ``(last_active, session_id)`` of
+        the last session of the previous page: the page goes on strictly after it in that order
+        (keyset paging: the cost of a page does not grow with the pages before it).
+        ``awaiting_approval``: only sessions whose state holds a pending approval."""
         ...
 
     async def delete_session(self, session_id: str) -> bool:

@@ -573,3 +573,50 @@ async def test_begin_turn_under_an_older_claim_is_refused_and_stores_nothing(sta
     with pytest.raises(ClaimLostError):
         await begin_turn(starter, SID, "u1", user("stale"), rounds=1, fence=10, opening=_always)
     assert [i.content for i in await starter.read_items(SID)] == ["newer"]
+
+
+# -- listing in pages (keyset cursor) and sessions awaiting approval -------------------------
+
+
+async def test_list_sessions_pages_after_a_cursor_without_gaps_or_repeats(store: Store):
+    for n in range(7):
+        await store.ensure_session(f"session-page-{n}", "u1")
+    await store.ensure_session("session-other", "u2")
+    whole = [r.session_id for r in await store.list_sessions("u1", limit=100)]
+    seen: list[str] = []
+    after = None
+    while True:
+        page = await store.list_sessions("u1", limit=3, after=after)
+        seen.extend(r.session_id for r in page)
+        if len(page) < 3:
+            break
+        after = (page[-1].last_active, page[-1].session_id)
+    assert seen == whole
+    assert len(seen) == 7
+
+
+async def test_list_sessions_breaks_ties_of_last_active_by_session_id(store: Store):
+    # Sessions created within one clock tick share ``last_active``: the id orders them.
+    for sid in ("session-tie-b", "session-tie-a", "session-tie-c"):
+        await store.ensure_session(sid, "u1")
+    listed = await store.list_sessions("u1")
+    keys = [(-r.last_active, r.session_id) for r in listed]
+    assert keys == sorted(keys)
+    last = listed[-1]
+    assert await store.list_sessions("u1", after=(last.last_active, last.session_id)) == []
+
+
+async def test_list_sessions_can_keep_only_those_awaiting_approval(store: Store):
+    await store.ensure_session("session-wait-1", "u1")
+    await store.ensure_session("session-idle-1", "u1")
+    await store.ensure_session("session-wait-2", "u2")
+    pending = {"approval_id": "ap-0123456789", "calls": []}
+    await store.save_state("session-wait-1", SessionState(approval=pending))
+    await store.save_state("session-wait-2", SessionState(approval=pending))
+    mine = await store.list_sessions("u1", awaiting_approval=True)
+    assert [r.session_id for r in mine] == ["session-wait-1"]
+    assert mine[0].state.approval == pending
+    everyone = await store.list_sessions(awaiting_approval=True)
+    assert {r.session_id for r in everyone} == {"session-wait-1", "session-wait-2"}
+    await store.save_state("session-wait-1", SessionState())
+    assert await store.list_sessions("u1", awaiting_approval=True) == []

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from hermes.errors import ClaimLostError, InvalidIdError, SessionAccessError, StoreError
 from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.session.items import ContextSlice, Item, SessionRecord, SessionState
-from hermes.session.store import Opening, TurnStart
+from hermes.session.store import Opening, SessionCursor, TurnStart
 from hermes.storage.sqlite.migrations import apply_migrations
 from hermes.storage.sqlite.session_migrations import MIGRATIONS
 from hermes.storage.sqlite.support import SQLiteWorker, write_transaction
@@ -331,12 +331,20 @@ class SQLiteStore(SQLiteWorker):
         )
 
     async def list_sessions(
-        self, user_id: str | None = None, limit: int = 50
+        self,
+        user_id: str | None = None,
+        limit: int = 50,
+        *,
+        after: SessionCursor | None = None,
+        awaiting_approval: bool = False,
     ) -> list[SessionRecord]:
-        """Sessions (of ``user_id`` if given), most recently active first."""
+        """Sessions (of ``user_id`` if given), most recently active first, ties by id; a page
+        after the session ``after`` names, only those awaiting approval if asked."""
         if limit <= 0:
             return []
-        return await self._run("list_sessions", _list_sessions, user_id, limit)
+        return await self._run(
+            "list_sessions", _list_sessions, user_id, limit, after, awaiting_approval
+        )
 
     async def delete_session(self, session_id: str) -> bool:
         """Delete the session and (``ON DELETE CASCADE``) its items in one transaction; False
@@ -649,20 +657,31 @@ def _read_items(
 
 
 def _list_sessions(
-    conn: sqlite3.Connection, user_id: str | None, limit: int
+    conn: sqlite3.Connection,
+    user_id: str | None,
+    limit: int,
+    after: SessionCursor | None,
+    awaiting_approval: bool,
 ) -> list[SessionRecord]:
-    if user_id is None:
-        cursor = conn.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions "
-            "ORDER BY last_active DESC, session_id LIMIT ?",
-            (limit,),
-        )
-    else:
-        cursor = conn.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE user_id = ? "
-            "ORDER BY last_active DESC, session_id LIMIT ?",
-            (user_id, limit),
-        )
+    # A user's sessions are found through the owner index and sorted (schema v2 says why there
+    # is no index on last_active); the keyset term then skips the pages before without an
+    # OFFSET walk over them.
+    terms: list[str] = []
+    params: list[Any] = []
+    if user_id is not None:
+        terms.append("user_id = ?")
+        params.append(user_id)
+    if awaiting_approval:
+        terms.append("approval IS NOT NULL")
+    if after is not None:
+        terms.append("(last_active < ? OR (last_active = ? AND session_id > ?))")
+        params.extend((after[0], after[0], after[1]))
+    where = f" WHERE {' AND '.join(terms)}" if terms else ""
+    cursor = conn.execute(
+        f"SELECT {_SESSION_COLUMNS} FROM sessions{where} "
+        "ORDER BY last_active DESC, session_id LIMIT ?",
+        (*params, limit),
+    )
     return [_record_from_row(r) for r in cursor]
 
 
