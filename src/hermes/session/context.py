@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Any
 
 from hermes.session.fitting import FRESH_FLOOR_TOKENS, fit
@@ -264,100 +263,7 @@ def _item_tokens(item: Item) -> int:
 
 def _rounds(window: list[Item]) -> tuple[list[list[Message]], int, set[int], int]:
     """The window as rounds of messages, each call followed by its result (seed 001 §2.3),
-    the repairs made, the ``id()`` of sticky user messages and the messages' tokens.
-
-    A live session's window comes back turn after turn as the same items (the store's window
-    cache), so each round's messages are kept on its first item (``Item.memo``) and only the
-    rounds added since are converted. Every turn gets fresh copies of them (the fitting, the
-    notes and a model adapter may change what they are handed; the memo must stay as built).
-    The memo is used only when every round pairs its calls and results by itself and no call
-    id is in two rounds: then the rounds converted one by one are exactly the window converted
-    whole (``_rounds_whole``, which any repair falls back to).
-    """
-    starts = [
-        n
-        for n, item in enumerate(window)
-        if item.kind == "text" and item.role == "user" and _starts_round(item)
-    ]
-    if not starts or starts[0] != 0:
-        starts.insert(0, 0)
-    starts.append(len(window))
-    rounds: list[list[Message]] = []
-    sticky: set[int] = set()
-    calls: set[str] = set()
-    total = 0
-    ncalls = 0
-    for start, end in pairwise(starts):
-        if start == end:  # an empty window
-            continue
-        memo = window[start].memo
-        if not (isinstance(memo, _Round) and memo.items == tuple(window[start:end])):
-            memo = _round_memo(window, start, end)
-            if memo is None:
-                return _rounds_whole(window)
-        if memo.calls:
-            calls.update(memo.calls)
-            ncalls += len(memo.calls)
-        copies = [{**message} for message in memo.messages]
-        for n in memo.with_calls:
-            copies[n]["tool_calls"] = [
-                {"id": c["id"], "type": c["type"], "function": {**c["function"]}}
-                for c in copies[n]["tool_calls"]
-            ]
-        for n in memo.sticky:
-            sticky.add(id(copies[n]))
-        if copies:
-            rounds.append(copies)
-        total += memo.tokens
-    if len(calls) != ncalls:  # a call id in two rounds: the pairing is the whole window's
-        return _rounds_whole(window)
-    return rounds, 0, sticky, total
-
-
-@dataclass(slots=True, frozen=True)
-class _Round:
-    """The messages of one round (never handed out: :func:`_copied` of them are), the indexes
-    of its sticky user messages, its tokens and its call ids; the items it was built from."""
-
-    items: tuple[Item, ...]
-    messages: tuple[Message, ...]
-    sticky: tuple[int, ...]
-    tokens: int
-    calls: frozenset[str]
-    with_calls: tuple[int, ...]
-
-
-def _starts_round(item: Item) -> bool:
-    """Whether a user ``text`` item becomes a user message, the start of a round."""
-    return not (item.meta and item.meta.get("outcome") in _INFRA_FAILURES)
-
-
-def _round_memo(window: list[Item], start: int, end: int) -> _Round | None:
-    """The memo of the round ``window[start:end]``, kept on its first item; None when the
-    round needs a repair (or has no items)."""
-    if start >= end:
-        return None
-    items = tuple(window[start:end])
-    rounds, repaired, sticky, tokens = _rounds_whole(list(items))
-    if repaired or len(rounds) > 1:
-        return None
-    messages = tuple(rounds[0]) if rounds else ()
-    memo = _Round(
-        items,
-        messages,
-        tuple(n for n, m in enumerate(messages) if id(m) in sticky),
-        tokens,
-        frozenset(c["id"] for m in messages for c in m.get("tool_calls") or ()),
-        tuple(n for n, m in enumerate(messages) if m.get("tool_calls") is not None),
-    )
-    items[0].memo = memo
-    return memo
-
-
-def _rounds_whole(window: list[Item]) -> tuple[list[list[Message]], int, set[int], int]:
-    """The window as rounds of messages, each call followed by its result (seed 001 §2.3),
-    the repairs made, the ``id()`` of sticky user messages and the messages' tokens: the
-    conversion of the whole window at once, which every repair needs."""
+    the repairs made, the ``id()`` of sticky user messages and the messages' tokens."""
     converted, costs, results, repaired, sticky = _convert(window)
     rounds: list[list[Message]] = []
     current: list[Message] = []

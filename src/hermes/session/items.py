@@ -26,8 +26,7 @@ class Item:
 
     ``seq`` and ``created_at`` are assigned by the store on append. ``tokens`` is not data: the
     context builder's memo of what the item costs in a request (-1 until counted), so a window
-    the store keeps in memory is not counted again on every turn (``hermes.session.context``);
-    ``memo`` likewise keeps the messages of the round the item starts.
+    the store keeps in memory is not counted again on every turn (``hermes.session.context``).
     """
 
     role: ItemRole
@@ -41,9 +40,6 @@ class Item:
     seq: int = 0
     created_at: float = 0.0
     tokens: int = field(default=-1, init=False, repr=False, compare=False)
-    #: Not data either: the context builder's memo of the round this item starts, checked
-    #: against the round's items by identity before it is used (``hermes.session.context``).
-    memo: Any = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass(slots=True)
