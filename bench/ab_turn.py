@@ -14,6 +14,12 @@ and the SDK, and the ratios A/SDK and B/SDK. Run:
     .venv/bin/python bench/ab_turn.py --a /tmp/main/src --b src [--rounds 40 --batch 10] [--sdk]
 
 (``--sdk`` needs the ``bench`` extra: ``pip install -e .[bench]``, as ``make bench`` does.)
+
+The scripted model of both Hermes sides keeps no record of its requests, like the SDK's script
+model: ``hermes.testing.FunctionModel`` appends every request to ``.requests`` (a test reads
+them), which over a run keeps two requests a turn alive — each with its own list of ~50 message
+dicts on the rotating turn — and the growing heap cost the rotating turn ~5–9% of its median.
+``--retain-requests`` measures with that record kept, as runs before 2026-12-03 did.
 """
 
 from __future__ import annotations
@@ -60,14 +66,24 @@ async def _serve(turn: Callable[[str, int], Awaitable[None]]) -> None:
         print(json.dumps(times), flush=True)
 
 
-async def _worker() -> None:
+async def _worker(retain_requests: bool) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from turn_overhead import FunctionModel, _script, add, history, live_sessions  # noqa: I001
 
     from hermes import Agent
+    from hermes.models.base import ModelRequest, ModelResponse
 
+    class ForgetfulModel(FunctionModel):
+        """``FunctionModel`` that keeps no record of its requests (a real adapter keeps none)."""
+
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            answer = await super().complete(request)
+            self.requests.clear()
+            return answer
+
+    model = FunctionModel(_script) if retain_requests else ForgetfulModel(_script)
     with tempfile.TemporaryDirectory() as tmp:
-        agent = Agent(model=FunctionModel(_script), tools=[add], store=Path(tmp) / "ab.db")
+        agent = Agent(model=model, tools=[add], store=Path(tmp) / "ab.db")
         agent.import_history("hist-small-1", history(100), user_id="u1")
         agent.import_history("hist-large-1", history(100_000), user_id="u1")
         live = live_sessions(agent, LIVE_SESSIONS)
@@ -108,13 +124,19 @@ async def _sdk_worker() -> None:
 def main() -> None:
     parser = ab_parser(__doc__.splitlines()[0], rounds=40, batch=10)
     parser.add_argument("--sdk", action="store_true", help="add the OpenAI Agents SDK's turn")
+    parser.add_argument(
+        "--retain-requests",
+        action="store_true",
+        help="the Hermes sides' scripted model keeps every request (runs before 2026-12-03)",
+    )
     args = parser.parse_args()
     if args.worker:
-        asyncio.run(_sdk_worker() if args.sdk else _worker())
+        asyncio.run(_sdk_worker() if args.sdk else _worker(args.retain_requests))
         return
     if args.sdk and importlib.util.find_spec("agents") is None:
         sys.exit("--sdk: the OpenAI Agents SDK is not installed (pip install -e .[bench])")
-    sides = {"A": start(__file__, args.a), "B": start(__file__, args.b)}
+    retain = ("--retain-requests",) if args.retain_requests else ()
+    sides = {"A": start(__file__, args.a, *retain), "B": start(__file__, args.b, *retain)}
     cases: dict[str, tuple[str, ...]] = dict.fromkeys(CASES, ("A", "B"))
     if args.sdk:
         sides["SDK"] = start(__file__, args.b, "--sdk")

@@ -176,13 +176,11 @@ def _convert(
     assistant: Message | None = None
     for item in window:
         kind = item.kind
-        if kind in ("summary", "state"):
-            continue
-        if kind == "text" and item.meta and item.meta.get("outcome") in _INFRA_FAILURES:
-            # The agent's own apology for a failed model server or a timeout is for the person,
-            # not the model: it would prime an apology and leak server details into the prompt.
-            continue
         if kind == "tool_call" or (kind == "text" and item.role == "assistant"):
+            if kind == "text" and item.meta and item.meta.get("outcome") in _INFRA_FAILURES:
+                # The agent's own apology for a failed model server or a timeout is for the
+                # person, not the model: it would prime an apology and leak server details.
+                continue
             if assistant is None:
                 assistant = {"role": "assistant", "content": None}
                 messages.append(assistant)
@@ -190,17 +188,24 @@ def _convert(
             if not _add_to_assistant(assistant, item, costs, call_ids):
                 repaired += 1  # a duplicated call id would make the pairing ambiguous
             continue
+        if kind in ("summary", "state"):
+            continue
+        if kind == "text" and item.meta and item.meta.get("outcome") in _INFRA_FAILURES:
+            continue  # as above
         assistant = None
         if kind == "tool_result":
-            if item.tool_call_id and item.tool_call_id not in results:
-                results[item.tool_call_id] = item
+            call_id = item.tool_call_id
+            if call_id and call_id not in results:
+                results[call_id] = item
             else:  # no id, or a second result for the same call
                 repaired += 1
         elif item.role in ("user", "system"):
-            messages.append({"role": item.role, "content": item.content})
-            costs.append(item.tokens if item.tokens >= 0 else _item_tokens(item))
+            message = {"role": item.role, "content": item.content}
+            messages.append(message)
+            tokens = item.tokens
+            costs.append(tokens if tokens >= 0 else _item_tokens(item))
             if item.sticky and item.role == "user":
-                sticky.add(id(messages[-1]))
+                sticky.add(id(message))
         else:  # a text item with role "tool" has no call to answer
             repaired += 1
     return messages, costs, results, repaired, sticky

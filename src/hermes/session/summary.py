@@ -89,7 +89,9 @@ class ExtractiveSummarizer:
 
     def summarize_now(self, previous: str | None, items: list[Item]) -> str:
         """The same as :meth:`summarize`, synchronously."""
-        lines = [line for line in (previous or "").splitlines() if line.strip()]
+        lines = (previous or "").splitlines()
+        if not all(map(str.strip, lines)):  # C-speed check; the builder's own have no blanks
+            lines = [line for line in lines if line.strip()]
         lines.extend(self._round_lines(items))
         return self._bounded(lines)
 
@@ -138,7 +140,7 @@ class ExtractiveSummarizer:
         outcomes.append((name, outcome))  # its call was folded earlier
 
     def _bounded(self, lines: list[str]) -> str:
-        size = sum(len(line) + 1 for line in lines) - 1
+        size = sum(map(len, lines)) + len(lines) - 1
         start = 0
         while size > self.max_chars and len(lines) - start > 1:
             size -= len(lines[start]) + 1
