@@ -8,7 +8,7 @@ import contextlib
 import json
 import re
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,18 +74,32 @@ def parse_sse(text: str) -> list[Sse]:
     return found
 
 
+class SseReader:
+    """Reads the events of a streamed response as they come, in as many steps as wanted."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._chunks = response.aiter_text()
+        self._buffer = ""
+
+    async def read(self, count: int | None = None) -> list[Sse]:
+        """The next ``count`` events (None: up to the end of the stream)."""
+        got: list[Sse] = []
+        while count is None or len(got) < count:
+            while "\n\n" in self._buffer and (count is None or len(got) < count):
+                block, self._buffer = self._buffer.split("\n\n", 1)
+                got.extend(parse_sse(block + "\n\n"))
+            if count is not None and len(got) >= count:
+                break
+            try:
+                self._buffer += await anext(self._chunks)
+            except StopAsyncIteration:
+                break
+        return got
+
+
 async def read_events(response: httpx.Response, count: int | None = None) -> list[Sse]:
     """Events of a streamed response as they come; stops after ``count`` (None: the end)."""
-    buffer = ""
-    got: list[Sse] = []
-    async for chunk in response.aiter_text():
-        buffer += chunk
-        while "\n\n" in buffer:
-            block, buffer = buffer.split("\n\n", 1)
-            got.extend(parse_sse(block + "\n\n"))
-            if count is not None and len(got) >= count:
-                return got
-    return got
+    return await SseReader(response).read(count)
 
 
 async def items_of(agent: Agent, session_id: str) -> list[Item]:
@@ -100,6 +114,15 @@ def assert_consistent(items: list[Item]) -> None:
         assert results[0].seq > c.seq
 
 
+async def until(predicate: Callable[[], bool], limit_s: float = 10.0) -> None:
+    """Poll ``predicate`` until it holds (at most ``limit_s``)."""
+    async with asyncio.timeout(limit_s):
+        while True:
+            if predicate():
+                return
+            await asyncio.sleep(0.01)
+
+
 @asynccontextmanager
 async def live_server(app: FastAPI) -> AsyncIterator[str]:
     """``app`` served by uvicorn on 127.0.0.1 (a free port) in this loop; its base URL."""
@@ -107,14 +130,12 @@ async def live_server(app: FastAPI) -> AsyncIterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=5)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                await asyncio.sleep(0.01)
+        await until(lambda: server.started)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True

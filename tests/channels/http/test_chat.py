@@ -20,7 +20,7 @@ from hermes.errors import ModelError, StoreError
 from hermes.session.ids import validate_session_id
 from hermes.testing import ScriptedModel
 from tests.channels.conftest import RUN_JSON_KEYS
-from tests.channels.http.chat_support import assert_consistent, items_of, make_agent
+from tests.channels.http.chat_support import assert_consistent, items_of, make_agent, until
 
 
 @pytest.fixture
@@ -41,14 +41,15 @@ async def test_plain_chat_returns_the_run_json_object(agent: Agent) -> None:
         response = await client.post("/v1/chat", json={"message": "sleep 0.01", "user_id": "u1"})
     assert response.status_code == 200, response.text
     body = response.json()
-    assert RUN_JSON_KEYS <= set(body)
+    assert set(body) >= RUN_JSON_KEYS
     assert body["reply"] == "done"
     assert body["state"] in {"idle", "awaiting_feedback"}
     assert body["tool_calls"] == [{"name": "slow", "arguments": {"seconds": 0.01}, "ok": True}]
     assert validate_session_id(body["session_id"]) == body["session_id"]
     assert response.headers["X-Hermes-Trace-Id"] == body["trace_id"]
     record = await agent.store.load_session(body["session_id"])
-    assert record is not None and record.user_id == "u1"
+    assert record is not None
+    assert record.user_id == "u1"
 
 
 async def test_the_same_keys_as_run_json(agent: Agent) -> None:
@@ -103,7 +104,6 @@ async def test_malformed_requests_are_refused(
         )
     assert response.status_code == status, response.text
     assert response.json()["error"]["type"] == kind
-    assert await agent.store.list_sessions() == [] or True  # nothing of it ran
 
 
 async def test_an_oversize_message_is_refused(tmp_path: Path) -> None:
@@ -217,7 +217,8 @@ async def test_observers_see_every_event(agent: Agent) -> None:
     assert response.status_code == 200
     body = response.json()
     types = [t for _, _, t in seen]
-    assert types[0] == "turn_started" and types[-1] == "turn_finished"
+    assert types[0] == "turn_started"
+    assert types[-1] == "turn_finished"
     assert "tool_call_finished" in types
     assert {(t, s) for t, s, _ in seen} == {(body["trace_id"], "obs-00001")}
 
@@ -235,8 +236,7 @@ async def test_shutdown_refuses_new_turns_and_checkpoints_running_ones(agent: Ag
         quick = asyncio.create_task(
             client.post("/v1/chat", json={"message": "sleep 0.1", "session_id": "stop-00002"})
         )
-        while len(svc.running) < 2:
-            await asyncio.sleep(0.01)
+        await until(lambda: len(svc.running) == 2)
         await asyncio.sleep(0.05)
         started = time.perf_counter()
         cancelled = await drain(svc)
@@ -249,7 +249,8 @@ async def test_shutdown_refuses_new_turns_and_checkpoints_running_ones(agent: Ag
     assert quick_reply.status_code == 200
     assert long_reply.status_code == 503
     record = await agent.store.load_session("stop-00001")
-    assert record is not None and record.state.fsm_state == "idle"
+    assert record is not None
+    assert record.state.fsm_state == "idle"
     items = await items_of(agent, "stop-00001")
     assert_consistent(items)
     assert any(i.kind == "tool_result" for i in items)
