@@ -33,16 +33,16 @@ async def agent(tmp_path: Path) -> AsyncIterator[Agent]:
 
 async def test_stream_sends_every_event_then_the_reply(agent: Agent) -> None:
     app = create_app(agent, ServerConfig())
-    async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
-        async with client.stream(
-            "POST",
-            "/v1/chat",
-            json={"message": "sleep 0.05", "session_id": "sse-00001", "stream": True},
-        ) as response:
-            assert response.status_code == 200
-            assert response.headers["content-type"].startswith("text/event-stream")
-            trace_header = response.headers["X-Hermes-Trace-Id"]
-            events = await read_events(response)
+    body = {"message": "sleep 0.05", "session_id": "sse-00001", "stream": True}
+    async with (
+        live_server(app) as url,
+        httpx.AsyncClient(base_url=url, timeout=20) as client,
+        client.stream("POST", "/v1/chat", json=body) as response,
+    ):
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        trace_header = response.headers["X-Hermes-Trace-Id"]
+        events = await read_events(response)
     assert [e.id for e in events] == list(range(1, len(events) + 1))
     kinds = [e.event for e in events]
     assert kinds[0] == "turn_started"
@@ -53,7 +53,8 @@ async def test_stream_sends_every_event_then_the_reply(agent: Agent) -> None:
         "tool_call_started",
         "tool_call_finished",
     } <= set(kinds)
-    assert kinds[-1] == "reply" and kinds.count("reply") == 1
+    assert kinds[-1] == "reply"
+    assert kinds.count("reply") == 1
     reply = events[-1].data
     assert reply["reply"] == "done"
     assert reply["trace_id"] == trace_header

@@ -62,15 +62,17 @@ async def test_disconnect_mid_stream_then_resume_loses_nothing(agent: Agent) -> 
 
 async def test_a_second_follower_sees_the_turn_live(agent: Agent) -> None:
     app = create_app(agent, ServerConfig())
-    async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
-        async with client.stream(
-            "POST", "/v1/chat", json={"message": "sleep 0.4", "stream": True}
-        ) as response:
-            reader = SseReader(response)
-            head = await reader.read(1)
-            trace_id = head[0].data["trace_id"]
-            async with client.stream("GET", f"/v1/turns/{trace_id}/events") as follower:
-                followed, own = await asyncio.gather(read_events(follower), reader.read())
+    body = {"message": "sleep 0.4", "stream": True}
+    async with (
+        live_server(app) as url,
+        httpx.AsyncClient(base_url=url, timeout=20) as client,
+        client.stream("POST", "/v1/chat", json=body) as response,
+    ):
+        reader = SseReader(response)
+        head = await reader.read(1)
+        trace_id = head[0].data["trace_id"]
+        async with client.stream("GET", f"/v1/turns/{trace_id}/events") as follower:
+            followed, own = await asyncio.gather(read_events(follower), reader.read())
     assert followed == head + own
     assert followed[-1].event == "reply"
 

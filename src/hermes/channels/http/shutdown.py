@@ -93,6 +93,10 @@ class GracefulServer(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         begin_shutdown(self.svc)
         await super().shutdown(sockets)
+        # uvicorn raises the signal again once it has stopped (the default action: the process
+        # dies at once); a stop that was asked for and done is a normal exit here, so the
+        # caller still closes the agent (stores, MCP servers) and exits 0.
+        self._captured_signals.clear()
 
 
 def graceful_server(app: FastAPI, **config: Any) -> GracefulServer:
