@@ -247,7 +247,11 @@ async def test_shutdown_refuses_new_turns_and_checkpoints_running_ones(agent: Ag
     assert refused.status_code == 503
     assert refused.json()["error"]["type"] == "shutting_down"
     assert quick_reply.status_code == 200
-    assert long_reply.status_code == 503
+    assert long_reply.status_code == 200
+    stopped = long_reply.json()
+    assert stopped["error"]["type"] == "cancelled"
+    assert stopped["state"] == "idle"
+    assert stopped["tool_calls"] == [{"name": "slow", "arguments": {"seconds": 30.0}, "ok": False}]
     record = await agent.store.load_session("stop-00001")
     assert record is not None
     assert record.state.fsm_state == "idle"

@@ -79,7 +79,7 @@ async def test_sigterm_mid_turn_checkpoints_and_exits(
         proc.send_signal(signal.SIGTERM)
         rest = await reader.read()
         short_reply = await short
-    assert rest[-1].event == "reply"
+    assert rest[-1].event == "reply", rest
     assert rest[-1].data["error"]["type"] == "cancelled"
     assert short_reply.status_code == 200
     assert short_reply.json()["reply"] == "done"

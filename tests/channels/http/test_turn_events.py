@@ -123,3 +123,34 @@ async def test_the_log_is_bounded() -> None:
     assert log.finish("t-1", {"reply": "b"}) == 6  # … never the reply
     got = [e async for e in log.follow("t-1", 2)]
     assert [e.id for e in got] == [3, 6]
+
+
+async def test_a_quiet_turn_sends_keepalive_comments(
+    agent: Agent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("hermes.channels.http.turns.KEEPALIVE_SECONDS", 0.05)
+    transport = httpx.ASGITransport(app=create_app(agent, ServerConfig()))
+    async with httpx.AsyncClient(transport=transport, base_url="http://h.test") as client:
+        response = await client.post("/v1/chat", json={"message": "sleep 0.3", "stream": True})
+    assert ": ping" in response.text
+    events = parse_sse(response.text)
+    assert [e.id for e in events] == list(range(1, len(events) + 1))
+    assert events[-1].event == "reply"
+
+
+async def test_a_turn_that_ends_while_its_follower_is_busy_still_sends_the_reply() -> None:
+    log = MemoryTurnEvents(3600.0)
+    log.open("t-1", "s")
+    log.append("t-1", "turn_started", {})
+    log.append("t-1", "state_changed", {})
+    follower = aiter(log.follow("t-1"))
+    assert (await anext(follower)).id == 1
+    # The follower is suspended at its yield: the turn ends meanwhile.
+    log.append("t-1", "state_changed", {})
+    log.finish("t-1", {"reply": "stopped"})
+    rest = [e async for e in follower]
+    assert [(e.id, e.event) for e in rest] == [
+        (2, "state_changed"),
+        (3, "state_changed"),
+        (4, "reply"),
+    ]

@@ -104,9 +104,10 @@ async def chat(
         # Shielded: a client that leaves does not stop the turn (it is stored all the same).
         result = await asyncio.shield(turn.task)
     except asyncio.CancelledError:
-        if not turn.task.cancelled():
+        if not turn.task.cancelled() or turn.progress.reply is None:
             raise  # the request was cancelled, not the turn
-        raise shutting_down() from None
+        # Stopped (shutdown, a cancel request): checkpointed, and said so with ``error``.
+        return JSONResponse(turn.progress.reply, headers={TRACE_HEADER: trace_id})
     except StoreError as exc:
         raise store_down(exc) from None
     return JSONResponse(result.to_json_dict(), headers={TRACE_HEADER: trace_id})

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes.agent.events import AgentEvent, TurnFinished
+from hermes.agent.events import AgentEvent, ToolCallFinished, ToolCallStarted, TurnFinished
 from hermes.channels.http.turns import turn_events
 from hermes.channels.intake import BusyPolicy, Intake
 from hermes.errors import HermesError
@@ -49,13 +49,38 @@ def intake_of(svc: Service) -> Intake:
 
 
 @dataclass(eq=False)
+class TurnProgress:
+    """What a running turn has done so far: started (it holds its session), its tool calls
+    (from their events, for the reply of a turn that raised or was stopped) and its reply."""
+
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reply: dict[str, Any] | None = None
+
+    def saw(self, event: AgentEvent) -> None:
+        self.started.set()
+        if isinstance(event, ToolCallStarted):
+            self.calls[event.call_id] = {
+                "name": event.name,
+                "arguments": event.arguments,
+                "ok": False,
+            }
+        elif isinstance(event, ToolCallFinished) and event.call_id in self.calls:
+            self.calls[event.call_id]["ok"] = event.ok
+
+
+@dataclass(eq=False)
 class TurnTask:
-    """A running turn: its ids, its task and whether it has started (claimed its session)."""
+    """A running turn: its ids, its task and its progress."""
 
     trace_id: str
     session_id: str
     task: asyncio.Task[RunResult]
-    started: asyncio.Event
+    progress: TurnProgress
+
+    @property
+    def started(self) -> asyncio.Event:
+        return self.progress.started
 
     async def wait_started(self) -> None:
         """Until the turn holds its session (its first event) or ended before that."""
@@ -81,12 +106,12 @@ def start_turn(svc: Service, message: Message, *, busy: BusyPolicy) -> TurnTask:
     session_id = message.session_id
     if session_id is None:
         raise ValueError("start_turn needs a message with its session id")
-    started = asyncio.Event()
-    coro = _run(svc, message, session_id, started, busy)
+    progress = TurnProgress()
+    coro = _run(svc, message, session_id, progress, busy)
     task = asyncio.get_running_loop().create_task(coro, name=f"turn-{message.trace_id}")
     task.add_done_callback(_retrieve)
     svc.running.add(session_id, task)
-    return TurnTask(message.trace_id, session_id, task, started)
+    return TurnTask(message.trace_id, session_id, task, progress)
 
 
 def open_trace(events: TurnEventLog, wanted: str | None, session_id: str) -> str:
@@ -100,27 +125,30 @@ def open_trace(events: TurnEventLog, wanted: str | None, session_id: str) -> str
 
 
 async def _run(
-    svc: Service, message: Message, session_id: str, started: asyncio.Event, busy: BusyPolicy
+    svc: Service, message: Message, session_id: str, progress: TurnProgress, busy: BusyPolicy
 ) -> RunResult:
     trace_id = message.trace_id
     events = turn_events(svc)
 
     def on_event(event: AgentEvent) -> None:
-        started.set()
+        progress.saw(event)
         observe(svc, trace_id, session_id, event)
         events.append(trace_id, event.type, event_data(event, trace_id))
 
     try:
         result = await intake_of(svc).submit(message, on_event=on_event, busy=busy)
     except asyncio.CancelledError:
-        events.finish(trace_id, failure_reply(trace_id, session_id, None))
+        progress.reply = failure_reply(trace_id, session_id, None, progress)
+        events.finish(trace_id, progress.reply)
         raise
     except Exception as exc:
         # Handed on as it is (the route maps it); the stream still ends with its reply.
-        events.finish(trace_id, failure_reply(trace_id, session_id, exc))
+        progress.reply = failure_reply(trace_id, session_id, exc, progress)
+        events.finish(trace_id, progress.reply)
         raise
     observe(svc, trace_id, session_id, TurnFinished(result))
-    events.finish(trace_id, result.to_json_dict())
+    progress.reply = result.to_json_dict()
+    events.finish(trace_id, progress.reply)
     return result
 
 
@@ -140,8 +168,14 @@ def event_data(event: AgentEvent, trace_id: str) -> dict[str, Any]:
     return data
 
 
-def failure_reply(trace_id: str, session_id: str, exc: BaseException | None) -> dict[str, Any]:
-    """The ``run --json`` object of a turn that raised (``exc``) or was stopped (``None``)."""
+def failure_reply(
+    trace_id: str,
+    session_id: str,
+    exc: BaseException | None,
+    progress: TurnProgress | None = None,
+) -> dict[str, Any]:
+    """The ``run --json`` object of a turn that raised (``exc``) or was stopped (``None``):
+    the calls it made (a call cut off is not ``ok``), state ``idle`` (the agent closed it)."""
     if exc is None:
         reply, error = STOPPED_TEXT, {"type": "cancelled", "message": "the turn was stopped"}
     elif isinstance(exc, HermesError):
@@ -152,7 +186,7 @@ def failure_reply(trace_id: str, session_id: str, exc: BaseException | None) -> 
         "reply": reply,
         "session_id": session_id,
         "state": "idle",
-        "tool_calls": [],
+        "tool_calls": [] if progress is None else list(progress.calls.values()),
         "trace_id": trace_id,
         "error": error,
     }

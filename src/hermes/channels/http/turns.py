@@ -23,7 +23,7 @@ from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
-from fastapi.sse import format_sse_event
+from fastapi.sse import KEEPALIVE_COMMENT, format_sse_event
 
 from hermes.channels.http.errors import ApiError
 from hermes.channels.http.state import Service, service
@@ -36,6 +36,8 @@ REPLY_EVENT = "reply"
 PART = "turn_events"
 DEFAULT_MAX_TURNS = 10_000
 DEFAULT_MAX_EVENTS = 5_000
+#: Seconds of silence after which a stream sends a keep-alive comment.
+KEEPALIVE_SECONDS = 15.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,12 +145,16 @@ class MemoryTurnEvents:
     async def follow(self, trace_id: str, after: int = 0) -> AsyncIterator[TurnEvent]:
         turn = self._turns.get(trace_id)
         while turn is not None:
+            # Both read before the events: an event added while ours are being yielded sets
+            # ``changed`` (so the next round sees it), and a turn seen finished here has its
+            # ``reply`` among the events read below.
             changed = turn.changed
+            finished = turn.finished_at is not None
             for item in list(turn.events):
                 if item.id > after:
                     after = item.id
                     yield item
-            if turn.finished_at is not None:
+            if finished:
                 return
             await changed.wait()
 
@@ -186,8 +192,31 @@ def event_stream(log: TurnEventLog, trace_id: str, after: int) -> StreamingRespo
     """The ``text/event-stream`` response of the trace's events after ``after``."""
 
     async def body() -> AsyncIterator[bytes]:
-        async for item in log.follow(trace_id, after):
-            yield item.sse()
+        items = aiter(log.follow(trace_id, after))
+
+        async def following() -> TurnEvent:
+            return await anext(items)
+
+        pending: asyncio.Future[TurnEvent] | None = None
+        try:
+            while True:
+                if pending is None:
+                    pending = asyncio.ensure_future(following())
+                # A quiet turn (a long tool) still sends something now and then, so proxies
+                # and clients do not take the connection for dead; the wait is not cancelled.
+                done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE_SECONDS)
+                if not done:
+                    yield KEEPALIVE_COMMENT
+                    continue
+                try:
+                    item = pending.result()
+                except StopAsyncIteration:
+                    return
+                pending = None
+                yield item.sse()
+        finally:
+            if pending is not None:
+                pending.cancel()
 
     headers = {
         "Cache-Control": "no-cache",
