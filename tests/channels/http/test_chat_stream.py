@@ -21,6 +21,7 @@ from tests.channels.http.chat_support import (
     make_agent,
     parse_sse,
     read_events,
+    until,
 )
 
 
@@ -85,3 +86,16 @@ async def test_a_refused_stream_is_an_http_error(agent: Agent) -> None:
         )
     assert response.status_code == 400
     assert response.json()["error"]["type"] == "invalid_id"
+
+
+async def test_a_client_that_leaves_a_plain_request_loses_nothing(agent: Agent) -> None:
+    app = create_app(agent, ServerConfig())
+    svc = app.state.hermes
+    body = {"message": "sleep 0.4", "session_id": "leave-0001"}
+    async with live_server(app) as url, httpx.AsyncClient(base_url=url, timeout=0.15) as client:
+        with pytest.raises(httpx.ReadTimeout):
+            await client.post("/v1/chat", json=body)
+        await until(lambda: len(svc.running) == 0)
+    items = await items_of(agent, "leave-0001")
+    assert_consistent(items)
+    assert items[-1].content == "done"
