@@ -74,7 +74,20 @@ def incoming_trace(request: Request) -> str | None:
     return request_id if _REQUEST_ID.match(request_id) else None
 
 
-@router.post("/v1/chat", response_model=None)
+_ERROR: dict[str, object] = {"description": '`{"error": {"type", "message"}}`'}
+RESPONSES: dict[int | str, dict[str, object]] = {
+    200: {
+        "description": "The `run --json` object; with `stream`, SSE ending in `event: reply`.",
+        "content": {"application/json": {}, "text/event-stream": {}},
+    },
+    400: _ERROR,
+    409: {"description": "`session_busy`"},
+    422: _ERROR,
+    503: {"description": "`shutting_down`, or the store is down"},
+}
+
+
+@router.post("/v1/chat", response_model=None, responses=RESPONSES)
 async def chat(
     body: ChatRequest,
     request: Request,
