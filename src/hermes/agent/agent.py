@@ -15,7 +15,7 @@ import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from hermes.agent.approvals import Decision, PendingApproval
 from hermes.agent.compose import idempotency_records, notes_stores, open_locks, open_store
@@ -239,6 +239,7 @@ class Agent:
         *,
         decision: Decision | None = None,
         approval_id: str | None = None,
+        wait: float | None = None,
     ) -> RunResult:
         user_id = None if message.user_id is None else validate_user_id(message.user_id)
         raw_session = message.session_id
@@ -249,7 +250,8 @@ class Agent:
             # Claimed before the state is read and the message stored: the busy check and the
             # user's message belong to the one turn that holds the session. A turn waits for the
             # one before it at most one turn's time, then is refused (nothing of it stored).
-            wait = self._runtime.settings.turn_timeout
+            if wait is None:
+                wait = self._runtime.settings.turn_timeout
             async with self._locks.claim(session_id, wait=wait) as claim:
                 if approval_id is not None and await self.store.load_session(session_id) is None:
                     raise InvalidInputError(
@@ -267,6 +269,31 @@ class Agent:
                     decision=decision,
                     approval_id=approval_id,
                 )
+
+    # --- chat: one Message from a channel, streamed, with a busy policy (DESIGN.md, HTTP) ---
+    async def run_message(
+        self,
+        message: Message,
+        *,
+        on_event: Callable[[AgentEvent], None] | None = None,
+        busy: Literal["enqueue", "reject"] = "enqueue",
+    ) -> RunResult:
+        """Run the turn of ``message`` (``hermes.channels.intake`` is the one caller), calling
+        ``on_event`` with each event as it happens (not ``TurnFinished``: the result is that).
+
+        ``busy="enqueue"`` waits its turn behind the session's running turn (first come, first
+        served in this process; at most ``turn_timeout``); ``"reject"`` does not wait. Either
+        way a session that stays busy raises ``SessionBusyError`` and nothing of it is stored.
+        """
+        _check_text(message.content, self.max_message_chars, self._runtime)
+        wait = 0.0 if busy == "reject" else None
+        return await self._turn(message, on_event or _ignore, wait=wait)
+
+    def check_message(self, text: object) -> str:
+        """``text`` if this agent would take it as a message, else ``InvalidInputError``."""
+        return _check_text(text, self.max_message_chars, self._runtime)
+
+    # --- end chat ---
 
     # -- approvals (seed 004 §4.3) ---------------------------------------------------------------
     async def approve(

@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from hermes import __version__
 from hermes.channels.http import approvals, chat, health, memory, sessions, turns
 from hermes.channels.http.errors import install_error_handlers
+from hermes.channels.http.shutdown import drain  # --- chat ---
 from hermes.channels.http.state import Service
 from hermes.config.server import ServerConfig
 
@@ -41,7 +42,9 @@ def create_app(
         if agent.mcp is not None:
             agent.mcp.start()
         yield
-        svc.stopping = True
+        # --- chat: graceful shutdown (DESIGN.md, "More CLI": SIGTERM) ---
+        await drain(svc)
+        # --- end chat ---
 
     app = FastAPI(
         title="Hermes",

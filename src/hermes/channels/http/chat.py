@@ -1,7 +1,142 @@
-"""Routes: chat (see DESIGN.md, HTTP)."""
+"""``POST /v1/chat``: one turn, as the ``run --json`` object or as SSE (DESIGN.md, HTTP).
+
+    POST /v1/chat {"session_id"?, "user_id"?, "message", "stream"?}
+
+Plain: the ``run --json`` object (a new valid session id when none is given). ``stream: true``:
+``text/event-stream``, one event per loop event (``event:`` its type, ``id:`` 1, 2, 3…,
+``data:`` JSON; the first carries the ``trace_id``), the last ``event: reply`` with the
+``run --json`` object. The turn runs as its own task (``turn_task``): a client that leaves
+loses nothing, and ``GET /v1/turns/{trace_id}/events`` picks the stream up again.
+
+Refused before the turn starts (nothing stored): 400 bad body or id, 409 ``session_busy``
+(``server.busy: reject``, or still busy after ``agent.turn_timeout`` with ``enqueue``), 503
+``shutting_down`` and 503 when the store is down. A model that is down is not a refusal: the
+turn fails honestly and the reply says so, with ``error``.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import asyncio
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from hermes.channels.http.auth import CallerDep, acting_user
+from hermes.channels.http.errors import ApiError
+from hermes.channels.http.state import Service, service
+from hermes.channels.http.turn_task import TurnTask, intake_of, open_trace, start_turn
+from hermes.channels.http.turns import event_stream, turn_events
+from hermes.errors import StoreError
+from hermes.session.ids import new_session_id, validate_session_id
 
 router = APIRouter()
+
+TRACE_HEADER = "X-Hermes-Trace-Id"
+#: W3C trace context: version-traceid-parentid-flags; the trace id is ours when not all zero.
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+#: An ``X-Request-Id`` taken as the trace id: what is safe in a log line, a header and a URL.
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$")
+
+
+class ChatRequest(BaseModel):
+    """The body of ``POST /v1/chat`` (unknown fields are refused: 422)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: str = Field(description="The user's message. / 用户消息。")
+    session_id: str | None = Field(default=None, description="Omitted: a new session.")
+    user_id: str | None = Field(default=None, description="Who speaks (see Auth).")
+    stream: bool = Field(default=False, description="Answer with text/event-stream.")
+
+
+def shutting_down() -> ApiError:
+    return ApiError(
+        503,
+        "shutting_down",
+        "the service is shutting down; try again shortly / 服务正在关闭，请稍后重试",
+        headers={"Retry-After": "5"},
+    )
+
+
+def incoming_trace(request: Request) -> str | None:
+    """The trace id the request brings: a trace-id middleware's, ``traceparent``'s, or a
+    well-formed ``X-Request-Id``; ``None`` for a new one."""
+    found = getattr(request.state, "trace_id", None)
+    if isinstance(found, str) and found:
+        return found
+    parent = _TRACEPARENT.match(request.headers.get("traceparent", "").strip().lower())
+    if parent is not None and parent.group(1) != "0" * 32:
+        return parent.group(1)
+    request_id = request.headers.get("x-request-id", "").strip()
+    return request_id if _REQUEST_ID.match(request_id) else None
+
+
+_ERROR: dict[str, object] = {"description": '`{"error": {"type", "message"}}`'}
+RESPONSES: dict[int | str, dict[str, object]] = {
+    200: {
+        "description": "The `run --json` object; with `stream`, SSE ending in `event: reply`.",
+        "content": {"application/json": {}, "text/event-stream": {}},
+    },
+    400: _ERROR,
+    409: {"description": "`session_busy`"},
+    422: _ERROR,
+    503: {"description": "`shutting_down`, or the store is down"},
+}
+
+
+@router.post("/v1/chat", response_model=None, responses=RESPONSES)
+async def chat(
+    body: ChatRequest,
+    request: Request,
+    svc: Annotated[Service, Depends(service)],
+    caller: CallerDep,
+) -> Response:
+    """Run one turn: the ``run --json`` object, or its events as SSE with ``stream``."""
+    if svc.stopping:
+        raise shutting_down()
+    user_id = acting_user(caller, body.user_id)
+    session_id = body.session_id
+    session_id = new_session_id() if session_id is None else validate_session_id(session_id)
+    events = turn_events(svc)
+    wanted = incoming_trace(request)
+    message = intake_of(svc).message(
+        body.message, channel="http", session_id=session_id, user_id=user_id, trace_id=wanted
+    )
+    # Opened once the message is taken (a refused one opens no trace); a trace id that is
+    # taken already (a client reusing its request id) gets a new one.
+    trace_id = message.meta["trace_id"] = open_trace(events, message.trace_id, session_id)
+    turn = start_turn(svc, message, busy=svc.settings.busy)
+    await turn.wait_started()
+    _raise_refusal(turn)
+    if body.stream:
+        return event_stream(events, trace_id, 0)
+    try:
+        # Shielded: a client that leaves does not stop the turn (it is stored all the same).
+        result = await asyncio.shield(turn.task)
+    except asyncio.CancelledError:
+        if not turn.task.cancelled() or turn.progress.reply is None:
+            raise  # the request was cancelled, not the turn
+        # Stopped (shutdown, a cancel request): checkpointed, and said so with ``error``.
+        return JSONResponse(turn.progress.reply, headers={TRACE_HEADER: trace_id})
+    except StoreError as exc:
+        raise store_down(exc) from None
+    return JSONResponse(result.to_json_dict(), headers={TRACE_HEADER: trace_id})
+
+
+def store_down(exc: StoreError) -> ApiError:
+    return ApiError(503, exc.code, f"the store is unavailable / 存储不可用: {exc.message}")
+
+
+def _raise_refusal(turn: TurnTask) -> None:
+    """Raise what stopped the turn before it started, as its HTTP error."""
+    if turn.task.done() and turn.task.cancelled() and not turn.started.is_set():
+        raise shutting_down()
+    refused = turn.refusal()
+    if refused is None:
+        return
+    if isinstance(refused, StoreError):
+        raise store_down(refused)
+    raise refused
