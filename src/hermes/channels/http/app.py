@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from hermes import __version__
 from hermes.channels.http import approvals, chat, health, memory, sessions, turns
 from hermes.channels.http.errors import install_error_handlers
+from hermes.channels.http.idempotency import close_request_keys  # idemkey
 from hermes.channels.http.state import Service
 from hermes.config.server import ServerConfig
 
@@ -42,6 +43,9 @@ def create_app(
             agent.mcp.start()
         yield
         svc.stopping = True
+        # --- idemkey: close the Idempotency-Key records if a request opened them ---
+        await close_request_keys(svc)
+        # --- end idemkey ---
 
     app = FastAPI(
         title="Hermes",
