@@ -15,6 +15,7 @@ import pytest
 from fastapi import Depends, FastAPI, Request
 
 from hermes import Agent
+from hermes.channels.http.app import create_app
 from hermes.channels.http.auth import CallerDep
 from hermes.channels.http.errors import ApiError, install_error_handlers
 from hermes.channels.http.idempotency import (
@@ -307,6 +308,40 @@ async def test_the_service_opens_requests_db_beside_the_agents_store(tmp_path: P
         assert (tmp_path / ".hermes" / "requests.db").exists()
         await close_request_keys(svc)
         assert PART not in svc.parts
+    finally:
+        await agent.aclose()
+
+
+async def test_over_create_app_erasing_a_user_deletes_the_replies_kept_for_them(tmp_path: Path):
+    """The real app (its error handlers, ``DELETE /v1/users/{id}``) with the test's route on it:
+    the reply kept for a retry is personal data, erased with the user."""
+    agent = Agent(model=ScriptedModel([say("hi")]), store=tmp_path / ".hermes" / "hermes.db")
+    echo = EchoRoute()
+    app = create_app(agent)
+
+    @app.post("/v1/echo")
+    async def _echo(
+        request: Request, svc: Annotated[Service, Depends(service)], caller: CallerDep
+    ) -> Any:
+        payload = await request.json()
+        return await idempotent(
+            request, svc, caller, ROUTE, lambda: echo.run(payload), user_id=payload["user_id"]
+        )
+
+    try:
+        async with client(app) as http:
+            body = {"message": "hi", "user_id": "alice"}
+            assert (await _post(http, body)).status_code == 200
+            assert (await _post(http, body)).headers[REPLAYED_HEADER] == "true"
+            clash = await _post(http, {**body, "message": "other"})
+            assert clash.status_code == 409
+            assert set(clash.json()["error"]) == {"type", "message"}
+            erased = await http.delete("/v1/users/alice")
+            assert (erased.status_code, erased.json()["requests"]) == (200, 1)
+            again = await _post(http, body)
+        assert (again.status_code, REPLAYED_HEADER in again.headers) == (200, False)
+        assert len(echo.runs) == 2
+        await close_request_keys(app.state.hermes)
     finally:
         await agent.aclose()
 
