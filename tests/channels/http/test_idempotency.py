@@ -57,14 +57,8 @@ class EchoRoute:
         return self.answer, {"run": len(self.runs), "echo": payload, "reply": "好的 / ok"}
 
 
-def make_app(keys: RequestKeys | None, echo: EchoRoute, settings: ServerConfig | None = None,
-             agent: Agent | None = None) -> FastAPI:  # fmt: skip
-    app = FastAPI()
-    install_error_handlers(app)
-    svc = Service(agent=cast(Any, agent), settings=settings or ServerConfig())
-    if keys is not None:
-        svc.parts[PART] = keys
-    app.state.hermes = svc
+def add_echo_route(app: FastAPI, echo: EchoRoute) -> None:
+    """``POST /v1/echo``: ``echo.run`` wrapped in ``idempotent`` (as the chat route will be)."""
 
     @app.post("/v1/echo")
     async def _echo(
@@ -76,6 +70,16 @@ def make_app(keys: RequestKeys | None, echo: EchoRoute, settings: ServerConfig |
             user_id=payload.get("user_id"), wait=echo.wait, lease=echo.lease,
         )  # fmt: skip
 
+
+def make_app(keys: RequestKeys | None, echo: EchoRoute, settings: ServerConfig | None = None,
+             agent: Agent | None = None) -> FastAPI:  # fmt: skip
+    app = FastAPI()
+    install_error_handlers(app)
+    svc = Service(agent=cast(Any, agent), settings=settings or ServerConfig())
+    if keys is not None:
+        svc.parts[PART] = keys
+    app.state.hermes = svc
+    add_echo_route(app, echo)
     return app
 
 
@@ -318,16 +322,7 @@ async def test_over_create_app_erasing_a_user_deletes_the_replies_kept_for_them(
     agent = Agent(model=ScriptedModel([say("hi")]), store=tmp_path / ".hermes" / "hermes.db")
     echo = EchoRoute()
     app = create_app(agent)
-
-    @app.post("/v1/echo")
-    async def _echo(
-        request: Request, svc: Annotated[Service, Depends(service)], caller: CallerDep
-    ) -> Any:
-        payload = await request.json()
-        return await idempotent(
-            request, svc, caller, ROUTE, lambda: echo.run(payload), user_id=payload["user_id"]
-        )
-
+    add_echo_route(app, echo)
     try:
         async with client(app) as http:
             body = {"message": "hi", "user_id": "alice"}

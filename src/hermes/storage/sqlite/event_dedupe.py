@@ -21,7 +21,6 @@ from hermes.channels.dedupe import (
     Delivery,
     check_event_key,
 )
-from hermes.errors import LeaseLostError
 from hermes.storage.sqlite.leases import RunsFile, fenced_write, is_gone, next_token
 from hermes.storage.sqlite.migrations import Migration
 from hermes.storage.sqlite.support import write_transaction
@@ -117,16 +116,8 @@ def _claim(
 def _held_write(conn: sqlite3.Connection, sql: str, values: tuple[Any, ...], what: str) -> Any:
     """Run a statement fenced by ``_HELD`` (its last three values are route, msg_id, token)."""
     route, msg_id, _token = values[-3:]
-
-    def lost() -> LeaseLostError:
-        return LeaseLostError(
-            f"cannot {what} event {msg_id!r} of route {route!r}: this claim no longer "
-            "holds it (finished, released, or taken over after its lease expired)",
-            route=route,
-            msg_id=msg_id,
-        )
-
-    return fenced_write(conn, sql, values, lost)
+    where = f"{what} event {msg_id!r} of route {route!r}"
+    return fenced_write(conn, sql, values, where, route=route, msg_id=msg_id)
 
 
 def _get(conn: sqlite3.Connection, key: tuple[str, str], now: float) -> Delivery | None:

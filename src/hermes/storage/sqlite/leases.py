@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from hermes.errors import InvalidInputError, StoreError
+from hermes.errors import InvalidInputError, LeaseLostError, StoreError
 from hermes.storage.sqlite.migrations import Migration, apply_migrations
 from hermes.storage.sqlite.support import SQLiteWorker, write_transaction
 
@@ -63,16 +63,21 @@ def is_gone(record: Held, now: float) -> bool:
 
 
 def fenced_write(
-    conn: sqlite3.Connection, sql: str, values: tuple[Any, ...], lost: Callable[[], Exception]
+    conn: sqlite3.Connection, sql: str, values: tuple[Any, ...], what: str, **details: Any
 ) -> Any:
     """Run one statement fenced by its ``WHERE … token = ? AND status = 'processing'`` in a
-    write transaction: its first ``RETURNING`` row (``None`` for a ``DELETE``); ``lost()`` is
-    raised — nothing written — when no row matched (the claim no longer holds the key)."""
+    write transaction: its first ``RETURNING`` row (``None`` for a ``DELETE``). When no row
+    matched — the claim no longer holds its key — nothing is written and ``LeaseLostError``
+    says it cannot ``what`` (``"finish event 'm-1' of route 'default'"``), with ``details``."""
     with write_transaction(conn):
         cursor = conn.execute(sql, values)
         rows = cursor.fetchall()  # RETURNING rows, or none for the DELETE
         if not rows and cursor.rowcount <= 0:
-            raise lost()
+            raise LeaseLostError(
+                f"cannot {what}: this claim no longer holds it (finished, released, or taken "
+                "over after its lease expired)",
+                **details,
+            )
         return rows[0] if rows else None
 
 

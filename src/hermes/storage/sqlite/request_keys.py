@@ -22,7 +22,6 @@ from hermes.channels.http.request_keys import (
     RequestRecord,
     check_request_key,
 )
-from hermes.errors import LeaseLostError
 from hermes.storage.sqlite.leases import (
     RunsFile,
     dump_json,
@@ -127,16 +126,8 @@ def _claim(
 def _held_write(conn: sqlite3.Connection, sql: str, values: tuple[Any, ...], what: str) -> Any:
     """Run a statement fenced by ``_HELD`` (its last three values are scope, key, token)."""
     scope, key, _token = values[-3:]
-
-    def lost() -> LeaseLostError:
-        return LeaseLostError(
-            f"cannot {what} Idempotency-Key {key!r}: this claim no longer holds it (finished, "
-            "released, or taken over after its lease expired)",
-            scope=scope,
-            key=key,
-        )
-
-    return fenced_write(conn, sql, values, lost)
+    where = f"{what} Idempotency-Key {key!r}"
+    return fenced_write(conn, sql, values, where, scope=scope, key=key)
 
 
 def _get(conn: sqlite3.Connection, key: tuple[str, str], now: float) -> RequestRecord | None:
