@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from hermes.channels.dedupe import EventDedupe
+from hermes.channels.http.request_keys import RequestKeys  # idemkey
 from hermes.memory.archive import DEFAULT_MAX_BLOB_BYTES, Archive, blob_key
 from hermes.memory.index import ToolCallIndex
 from hermes.memory.store import MemoryStore
@@ -32,6 +33,7 @@ from hermes.storage.sqlite.leases import Clock
 from hermes.storage.sqlite.memories import SQLiteMemoryStore
 from hermes.storage.sqlite.notes import SQLiteNotes
 from hermes.storage.sqlite.plan_runs import SQLitePlanRuns
+from hermes.storage.sqlite.request_keys import SQLiteRequestKeys  # idemkey
 from hermes.storage.sqlite.session_locks import FileSessionLocks
 from hermes.storage.sqlite.sessions import SQLiteStore
 from hermes.storage.sqlite.tool_calls import SQLiteToolCallIndex
@@ -442,3 +444,56 @@ NOTES_BACKENDS: dict[str, Callable[[Path], NotesBackend]] = {
 
 
 # -- end of idempotency records and notes ----------------------------------------------------------
+
+
+# --- idemkey: HTTP Idempotency-Key records ---
+
+
+class RequestKeysBackend(Protocol):
+    """The backends of ``RequestKeys`` (``hermes.channels.http.request_keys``) on one test's
+    storage: ``open_request_keys(clock)`` is another handle on the same records (another worker;
+    a restart when ``durable``); ``cross_process`` as for :class:`RunsBackend` (the race tests
+    of ``tests.storage.conformance.racers`` run on it)."""
+
+    name: str
+    durable: bool
+    cross_process: bool
+
+    def open_request_keys(self, clock: Clock | None = None) -> RequestKeys: ...
+
+
+@dataclass
+class SQLiteRequestKeysFile:
+    """``requests.db`` in a test's directory, as beside a session database."""
+
+    directory: Path
+    name: str = "sqlite-file"
+    durable: bool = True
+    cross_process: bool = True
+
+    def open_request_keys(self, clock: Clock | None = None) -> RequestKeys:
+        return SQLiteRequestKeys(self.directory / "requests.db", clock=clock or time.time)
+
+
+@dataclass
+class SQLiteRequestKeysInMemory:
+    """A ``:memory:`` database: every open hands out the same object until it is closed."""
+
+    name: str = "sqlite-memory"
+    durable: bool = False
+    cross_process: bool = False
+    made: SQLiteRequestKeys | None = None
+
+    def open_request_keys(self, clock: Clock | None = None) -> RequestKeys:
+        if self.made is None or self.made._closed:
+            self.made = SQLiteRequestKeys(":memory:", clock=clock or time.time)
+        return self.made
+
+
+REQUEST_KEYS_BACKENDS: dict[str, Callable[[Path], RequestKeysBackend]] = {
+    "sqlite-file": SQLiteRequestKeysFile,
+    "sqlite-memory": lambda tmp_path: SQLiteRequestKeysInMemory(),
+}
+
+
+# --- end idemkey ---

@@ -23,6 +23,7 @@ from hermes.tools.plan_runs import PlanRuns
 
 if TYPE_CHECKING:  # memory's protocols, for the annotations only: an agent without memory
     # never loads the memory package (tests/agent/test_turn_memory.py)
+    from hermes.channels.http.request_keys import RequestKeys  # idemkey
     from hermes.memory.archive import Archive
     from hermes.memory.embed import Embedder
     from hermes.memory.index import ToolCallIndex
@@ -147,3 +148,18 @@ def notes_stores(store: Store) -> NotesStores:
 
 
 # -- end of idempotency records and notes ----------------------------------------------------------
+
+
+# --- idemkey: HTTP Idempotency-Key records ---
+
+
+def open_request_keys(
+    where: Store | str | os.PathLike[str], *, base_dir: Path | None = None
+) -> RequestKeys:
+    """The durable ``Idempotency-Key`` records of ``hermes serve`` that go with ``where`` (a
+    session store, or a file path): ``requests.db`` beside a SQLite store's file. See
+    :func:`hermes.storage.open.open_request_keys`."""
+    return storage_open.open_request_keys(where, base_dir=base_dir)
+
+
+# --- end idemkey ---

@@ -20,7 +20,13 @@ from hermes.session.store import Store
 from hermes.storage.sqlite.event_dedupe import SQLiteEventDedupe
 from hermes.storage.sqlite.idempotency import IdempotencyFiles
 from hermes.storage.sqlite.job_runs import SQLiteJobRuns
-from hermes.storage.sqlite.leases import EVENTS_FILE, JOBS_FILE, PLANS_FILE, default_path
+from hermes.storage.sqlite.leases import (
+    EVENTS_FILE,
+    JOBS_FILE,
+    PLANS_FILE,
+    REQUESTS_FILE,
+    default_path,
+)
 from hermes.storage.sqlite.notes import workspace_notes
 from hermes.storage.sqlite.plan_runs import SQLitePlanRuns
 from hermes.storage.sqlite.session_locks import FileSessionLocks
@@ -30,6 +36,7 @@ from hermes.tools.pipeline.idempotency_records import IdempotencyRecords, Record
 from hermes.tools.plan_runs import PlanRuns
 
 if TYPE_CHECKING:
+    from hermes.channels.http.request_keys import RequestKeys  # idemkey
     from hermes.memory.archive import Archive
     from hermes.memory.embed import Embedder
     from hermes.memory.index import ToolCallIndex
@@ -285,3 +292,18 @@ def open_notes(store: Store) -> NotesStores:
 
 
 # -- end of idempotency records and notes ----------------------------------------------------------
+
+
+# --- idemkey: HTTP Idempotency-Key records ---
+
+
+def open_request_keys(where: RunsLocation, *, base_dir: Path | None = None) -> RequestKeys:
+    """The ``RequestKeys`` (``hermes.channels.http.request_keys``) for ``where``:
+    ``requests.db`` beside a SQLite store's file, private in memory beside a ``:memory:``
+    store, that file for a path (see :func:`runs_path`)."""
+    from hermes.storage.sqlite.request_keys import SQLiteRequestKeys  # loaded by serve only
+
+    return SQLiteRequestKeys(runs_path(where, REQUESTS_FILE, base_dir=base_dir))
+
+
+# --- end idemkey ---

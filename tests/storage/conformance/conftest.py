@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from hermes.channels.dedupe import EventDedupe
+from hermes.channels.http.request_keys import RequestKeys  # idemkey
 from hermes.memory.archive import Archive
 from hermes.memory.index import ToolCallIndex
 from hermes.memory.store import MemoryStore
@@ -29,6 +30,7 @@ from tests.storage.backends import (
     LOCKS_BACKENDS,
     MEMORY_BACKENDS,
     NOTES_BACKENDS,
+    REQUEST_KEYS_BACKENDS,
     RUNS_BACKENDS,
     STORE_BACKENDS,
     TOOL_CALL_INDEX_BACKENDS,
@@ -37,6 +39,7 @@ from tests.storage.backends import (
     IdempotencyBackend,
     MemoryBackend,
     NotesBackend,
+    RequestKeysBackend,
     RunsBackend,
     ToolCallIndexBackend,
 )
@@ -190,3 +193,23 @@ def notes_backend(request: pytest.FixtureRequest, tmp_path: Path) -> NotesBacken
 
 
 # -- end of idempotency records and notes ----------------------------------------------------------
+
+
+# --- idemkey: HTTP Idempotency-Key records ---
+
+
+@pytest.fixture(params=sorted(REQUEST_KEYS_BACKENDS))
+def request_keys_backend(request: pytest.FixtureRequest, tmp_path: Path) -> RequestKeysBackend:
+    return REQUEST_KEYS_BACKENDS[request.param](tmp_path)
+
+
+@pytest.fixture
+async def request_keys(
+    request_keys_backend: RequestKeysBackend, clock: FakeClock
+) -> AsyncIterator[RequestKeys]:
+    opened = request_keys_backend.open_request_keys(clock)
+    yield opened
+    await opened.close()
+
+
+# --- end idemkey ---

@@ -1,6 +1,7 @@
-"""Other processes for the race and crash tests of the event dedupe, job runs and plan runs
-suites: each function runs in a ``spawn``-ed child (a fresh interpreter: no thread, lock or
-connection of the test's process comes along), opens the backend it was handed and claims.
+"""Other processes for the race and crash tests of the event dedupe, job runs, plan runs and
+request keys suites: each function runs in a ``spawn``-ed child (a fresh interpreter: no
+thread, lock or connection of the test's process comes along), opens the backend it was handed
+and claims.
 
 Racers wait on a barrier so that they claim at the same moment, then report
 ``(outcome, token)`` on the queue. Holders claim, report, and sleep until they are killed.
@@ -16,7 +17,10 @@ import time
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
-from tests.storage.backends import RunsBackend
+from tests.storage.backends import RequestKeysBackend, RunsBackend
+
+#: What the children open: the runs' backends and the request keys' backends.
+AnyBackend = RunsBackend | RequestKeysBackend
 
 #: Seconds a test waits for a child's report (a spawned interpreter takes ~0.5 s to start).
 REPORT_TIMEOUT = 60.0
@@ -32,6 +36,9 @@ async def _claim(opened: Any, kind: str, key: tuple[Any, ...]) -> Any:
         route, msg_id, body_hash, lease = key
         trace = f"trace-{os.getpid()}"
         return await opened.claim(route, msg_id, body_hash=body_hash, trace_id=trace, lease=lease)
+    if kind == "request":  # an HTTP Idempotency-Key (tests.storage.backends.RequestKeysBackend)
+        scope, name, body_hash, lease = key
+        return await opened.claim(scope, name, body_hash=body_hash, lease=lease)
     if kind == "job":
         job, due_at, lease = key
         return await opened.claim(job, due_at, trace_id=f"trace-{os.getpid()}", lease=lease)
@@ -39,7 +46,9 @@ async def _claim(opened: Any, kind: str, key: tuple[Any, ...]) -> Any:
     return await opened.claim(run_id, lease=lease)
 
 
-def _open(backend: RunsBackend, kind: str) -> Any:
+def _open(backend: Any, kind: str) -> Any:
+    if kind == "request":
+        return backend.open_request_keys()
     if kind == "event":
         return backend.open_event_dedupe()
     if kind == "job":
@@ -48,7 +57,7 @@ def _open(backend: RunsBackend, kind: str) -> Any:
 
 
 def _claim_in_child(
-    backend: RunsBackend,
+    backend: AnyBackend,
     kind: str,
     key: tuple[Any, ...],
     barrier: Barrier | None,
@@ -70,7 +79,7 @@ def _claim_in_child(
     asyncio.run(main())
 
 
-def race(backend: RunsBackend, kind: str, key: tuple[Any, ...], racers: int) -> list[str]:
+def race(backend: AnyBackend, kind: str, key: tuple[Any, ...], racers: int) -> list[str]:
     """``racers`` processes claim ``key`` at once; their outcomes (unordered)."""
     ctx = context()
     barrier = ctx.Barrier(racers)
@@ -92,7 +101,7 @@ def race(backend: RunsBackend, kind: str, key: tuple[Any, ...], racers: int) -> 
     return outcomes
 
 
-def hold_then_kill(backend: RunsBackend, kind: str, key: tuple[Any, ...]) -> tuple[str, int]:
+def hold_then_kill(backend: AnyBackend, kind: str, key: tuple[Any, ...]) -> tuple[str, int]:
     """A child claims ``key``, reports, and is killed with SIGKILL while it holds the claim;
     its ``(outcome, token)``."""
     ctx = context()

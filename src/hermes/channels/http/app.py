@@ -16,7 +16,8 @@ from fastapi import FastAPI
 from hermes import __version__
 from hermes.channels.http import approvals, chat, health, memory, sessions, turns
 from hermes.channels.http.errors import install_error_handlers
-from hermes.channels.http.shutdown import drain  # --- chat ---
+from hermes.channels.http.idempotency import close_request_keys
+from hermes.channels.http.shutdown import drain
 from hermes.channels.http.state import Service
 from hermes.config.server import ServerConfig
 
@@ -42,9 +43,10 @@ def create_app(
         if agent.mcp is not None:
             agent.mcp.start()
         yield
-        # --- chat: graceful shutdown (DESIGN.md, "More CLI": SIGTERM) ---
+        # Graceful shutdown (DESIGN.md, "More CLI": SIGTERM): running turns finish or are
+        # checkpointed, then the Idempotency-Key records a request opened are closed.
         await drain(svc)
-        # --- end chat ---
+        await close_request_keys(svc)
 
     app = FastAPI(
         title="Hermes",

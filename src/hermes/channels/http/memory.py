@@ -9,7 +9,7 @@
 - ``DELETE /v1/users/{user_id}`` → 200 ``{user_id, sessions, memories, blobs, habits, plans}``
   (what was deleted): the user's sessions with their items (running turns cancelled first),
   memories, tool-call records with the archive blobs no one else uses, habit counts and plan
-  runs.
+  runs, and (``requests``) the replies kept for its ``Idempotency-Key`` retries.
 
 Memory off (``agent.memory`` is None, or without a long-term store) makes the memory routes
 409 ``memory_disabled``; erasing a user still erases the sessions.
@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from hermes.agent.compose import open_plan_runs
 from hermes.channels.http.auth import CallerDep, acting_user
 from hermes.channels.http.errors import ApiError
+from hermes.channels.http.idempotency import request_keys  # idemkey
 from hermes.channels.http.sessions import cancel_running, delete_claimed
 from hermes.channels.http.state import Service, service
 from hermes.channels.memory_cmd import SEARCH_MIN_SCORE, _detect_sensitive, _guess_kind
@@ -135,7 +136,10 @@ async def erase_user(user_id: str, svc: ServiceDep, caller: CallerDep) -> dict[s
         plans = await runs.delete_user(user)
     finally:
         await runs.close()
-    return {"user_id": user, "sessions": sessions, **counts, "plans": plans}
+    # --- idemkey: the replies kept for Idempotency-Key retries are the user's too ---
+    requests = await request_keys(svc).forget_user(user)
+    # --- end idemkey ---
+    return {"user_id": user, "sessions": sessions, **counts, "plans": plans, "requests": requests}
 
 
 async def _erase_sessions(svc: Service, user_id: str) -> int:

@@ -21,8 +21,7 @@ from hermes.channels.dedupe import (
     Delivery,
     check_event_key,
 )
-from hermes.errors import LeaseLostError
-from hermes.storage.sqlite.leases import RunsFile, next_token
+from hermes.storage.sqlite.leases import RunsFile, fenced_write, is_gone, next_token
 from hermes.storage.sqlite.migrations import Migration
 from hermes.storage.sqlite.support import write_transaction
 
@@ -81,11 +80,6 @@ def _delivery(row: Any) -> Delivery:
     return Delivery(*row)
 
 
-def _is_gone(delivery: Delivery, now: float) -> bool:
-    live = delivery.status == "processing" and (delivery.lease_until or 0.0) > now
-    return delivery.expires_at <= now and not live
-
-
 def _claim(
     conn: sqlite3.Connection,
     key: tuple[str, str],
@@ -98,7 +92,7 @@ def _claim(
     with write_transaction(conn):
         row = conn.execute(_SELECT, key).fetchone()
         found = None if row is None else _delivery(row)
-        if found is not None and _is_gone(found, now):
+        if found is not None and is_gone(found, now):
             conn.execute("DELETE FROM event_deliveries WHERE route = ? AND msg_id = ?", key)
             found = None
         if found is None:
@@ -121,18 +115,9 @@ def _claim(
 
 def _held_write(conn: sqlite3.Connection, sql: str, values: tuple[Any, ...], what: str) -> Any:
     """Run a statement fenced by ``_HELD`` (its last three values are route, msg_id, token)."""
-    with write_transaction(conn):
-        cursor = conn.execute(sql, values)
-        rows = cursor.fetchall()  # RETURNING rows, or none for the DELETE
-        if not rows and cursor.rowcount <= 0:
-            route, msg_id, _token = values[-3:]
-            raise LeaseLostError(
-                f"cannot {what} event {msg_id!r} of route {route!r}: this claim no longer "
-                "holds it (finished, released, or taken over after its lease expired)",
-                route=route,
-                msg_id=msg_id,
-            )
-        return rows[0] if rows else None
+    route, msg_id, _token = values[-3:]
+    where = f"{what} event {msg_id!r} of route {route!r}"
+    return fenced_write(conn, sql, values, where, route=route, msg_id=msg_id)
 
 
 def _get(conn: sqlite3.Connection, key: tuple[str, str], now: float) -> Delivery | None:
@@ -140,7 +125,7 @@ def _get(conn: sqlite3.Connection, key: tuple[str, str], now: float) -> Delivery
     if row is None:
         return None
     found = _delivery(row)
-    return None if _is_gone(found, now) else found
+    return None if is_gone(found, now) else found
 
 
 def _expire(conn: sqlite3.Connection, now: float) -> int:

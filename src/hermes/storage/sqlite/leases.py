@@ -2,7 +2,8 @@
 clock, JSON columns, and the default place of their files.
 
 Where their files live (``default_path``): one file per concern beside the session database —
-``events.db``, ``jobs.db``, ``plans.db`` in ``.hermes/`` by default, as ``idempotency.db`` is.
+``events.db``, ``jobs.db``, ``plans.db``, ``requests.db`` (the HTTP ``Idempotency-Key`` records)
+in ``.hermes/`` by default, as ``idempotency.db`` is.
 Not tables in ``hermes.db``, because SQLite has one writer per file: a webhook's dedupe claim,
 a scheduler tick or a plan node's outcome would otherwise queue behind the session turns'
 appends (and they behind it), and each schema would have to version itself apart from the
@@ -20,11 +21,11 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
-from hermes.errors import InvalidInputError, StoreError
+from hermes.errors import InvalidInputError, LeaseLostError, StoreError
 from hermes.storage.sqlite.migrations import Migration, apply_migrations
-from hermes.storage.sqlite.support import SQLiteWorker
+from hermes.storage.sqlite.support import SQLiteWorker, write_transaction
 
 #: A source of the current time in seconds since the epoch (``time.time``; a fake in tests).
 Clock = Callable[[], float]
@@ -32,12 +33,52 @@ Clock = Callable[[], float]
 EVENTS_FILE = "events.db"
 JOBS_FILE = "jobs.db"
 PLANS_FILE = "plans.db"
+REQUESTS_FILE = "requests.db"
 
 
 def next_token(previous: int | None) -> int:
     """A fencing token above ``previous``: wall-clock nanoseconds, so a key deleted and claimed
     anew (an expired dedupe key) never hands out a token an old holder still carries."""
     return max(time.time_ns(), (previous or 0) + 1)
+
+
+class Held(Protocol):
+    """A claimed record with a window (an event delivery, an idempotency key)."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def lease_until(self) -> float | None: ...
+
+    @property
+    def expires_at(self) -> float: ...
+
+
+def is_gone(record: Held, now: float) -> bool:
+    """Whether ``record`` is past its window: as if never seen, unless a live lease (a
+    ``processing`` claim whose holder still renews it) holds it."""
+    live = record.status == "processing" and (record.lease_until or 0.0) > now
+    return record.expires_at <= now and not live
+
+
+def fenced_write(
+    conn: sqlite3.Connection, sql: str, values: tuple[Any, ...], what: str, **details: Any
+) -> Any:
+    """Run one statement fenced by its ``WHERE … token = ? AND status = 'processing'`` in a
+    write transaction: its first ``RETURNING`` row (``None`` for a ``DELETE``). When no row
+    matched — the claim no longer holds its key — nothing is written and ``LeaseLostError``
+    says it cannot ``what`` (``"finish event 'm-1' of route 'default'"``), with ``details``."""
+    with write_transaction(conn):
+        cursor = conn.execute(sql, values)
+        rows = cursor.fetchall()  # RETURNING rows, or none for the DELETE
+        if not rows and cursor.rowcount <= 0:
+            raise LeaseLostError(
+                f"cannot {what}: this claim no longer holds it (finished, released, or taken "
+                "over after its lease expired)",
+                **details,
+            )
+        return rows[0] if rows else None
 
 
 def dump_json(value: Any, what: str) -> str:
