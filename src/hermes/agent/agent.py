@@ -353,6 +353,11 @@ class Agent:
         )
 
     @property
+    def turn_timeout(self) -> float:
+        """Seconds a whole turn may take (and a turn waits at most for its session)."""
+        return self._runtime.settings.turn_timeout
+
+    @property
     def authorizer(self) -> Authorizer | None:
         """Users → roles → scopes for permission-protected tools (``None``: not enforced)."""
         return self._runtime.authorizer

@@ -120,7 +120,7 @@ async def test_an_oversize_message_is_refused(tmp_path: Path) -> None:
         await small.aclose()
 
 
-async def test_model_down_is_an_honest_reply_with_error(tmp_path: Path) -> None:
+async def test_model_down_is_503_with_the_honest_reply_and_error(tmp_path: Path) -> None:
     down = ScriptedModel([ModelError("connection refused", kind="unreachable", retryable=True)])
     failing = Agent(model=down, tools=[], store=tmp_path / "down.db")
     try:
@@ -128,9 +128,10 @@ async def test_model_down_is_an_honest_reply_with_error(tmp_path: Path) -> None:
             response = await client.post(
                 "/v1/chat", json={"message": "hello", "session_id": "down-0001"}
             )
-        assert response.status_code == 200
+        assert response.status_code == 503  # DESIGN.md, HTTP, "Errors": model down
         body = response.json()
-        assert body["error"]["type"] == "model_error"
+        assert body["error"]["type"] == "model_error"  # the JSON error shape
+        assert body["error"]["message"]
         assert body["reply"]
         assert body["state"] == "idle"
     finally:

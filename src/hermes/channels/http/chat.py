@@ -17,8 +17,9 @@ turn fails honestly and the reply says so, with ``error``.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
@@ -26,10 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hermes.channels.http.auth import CallerDep, acting_user
 from hermes.channels.http.errors import ApiError
+from hermes.channels.http.idempotency import KEY_HEADER, idempotent
 from hermes.channels.http.state import Service, service
 from hermes.channels.http.turn_task import TurnTask, intake_of, open_trace, start_turn
 from hermes.channels.http.turns import event_stream, turn_events
 from hermes.errors import StoreError
+from hermes.messages import Message
 from hermes.session.ids import new_session_id, validate_session_id
 
 router = APIRouter()
@@ -100,19 +103,50 @@ async def chat(
     user_id = acting_user(caller, body.user_id)
     session_id = body.session_id
     session_id = new_session_id() if session_id is None else validate_session_id(session_id)
-    events = turn_events(svc)
     wanted = incoming_trace(request)
     message = intake_of(svc).message(
         body.message, channel="http", session_id=session_id, user_id=user_id, trace_id=wanted
     )
+    if body.stream:
+        if request.headers.get(KEY_HEADER) is not None:
+            raise ApiError(
+                400,
+                "idempotency_unsupported",
+                "Idempotency-Key works with plain requests; a stream is resumed with GET "
+                "/v1/turns/{trace_id}/events / 流式请求不支持幂等键，请用事件接口续传",
+            )
+        _, trace_id = await _start(svc, message, session_id)
+        return event_stream(turn_events(svc), trace_id, 0)
+
+    async def run() -> tuple[int, dict[str, Any]]:
+        # Inside the claim: a replay opens no trace and starts no turn.
+        turn, _ = await _start(svc, message, session_id)
+        return await _outcome(turn)
+
+    wait = 2 * svc.agent.turn_timeout + 5  # waiting its turn, then running as long again
+    response = await idempotent(
+        request, svc, caller, "POST /v1/chat", run, user_id=user_id, wait=wait
+    )
+    trace = _trace_of(response)
+    if trace is not None:
+        response.headers[TRACE_HEADER] = trace
+    return response
+
+
+async def _start(svc: Service, message: Message, session_id: str) -> tuple[TurnTask, str]:
+    """Start the turn of ``message``; raise its refusal (busy, store down) as an HTTP error."""
+    events = turn_events(svc)
     # Opened once the message is taken (a refused one opens no trace); a trace id that is
     # taken already (a client reusing its request id) gets a new one.
     trace_id = message.meta["trace_id"] = open_trace(events, message.trace_id, session_id)
     turn = start_turn(svc, message, busy=svc.settings.busy)
     await turn.wait_started()
     _raise_refusal(turn)
-    if body.stream:
-        return event_stream(events, trace_id, 0)
+    return turn, trace_id
+
+
+async def _outcome(turn: TurnTask) -> tuple[int, dict[str, Any]]:
+    """The status and ``run --json`` object of a started turn, once it ends."""
     try:
         # Shielded: a client that leaves does not stop the turn (it is stored all the same).
         result = await asyncio.shield(turn.task)
@@ -120,10 +154,28 @@ async def chat(
         if not turn.task.cancelled() or turn.progress.reply is None:
             raise  # the request was cancelled, not the turn
         # Stopped (shutdown, a cancel request): checkpointed, and said so with ``error``.
-        return JSONResponse(turn.progress.reply, headers={TRACE_HEADER: trace_id})
+        return 200, dict(turn.progress.reply)
     except StoreError as exc:
         raise store_down(exc) from None
-    return JSONResponse(result.to_json_dict(), headers={TRACE_HEADER: trace_id})
+    data = result.to_json_dict()
+    error = data.get("error")
+    # A model that is down is 503 (DESIGN.md, HTTP, "Errors"); the body is still the run
+    # object: its ``error`` is the JSON error shape, and its reply is what the session stored.
+    if isinstance(error, dict) and error.get("type") == "model_error":
+        return 503, data
+    return 200, data
+
+
+def _trace_of(response: Response) -> str | None:
+    """The trace id in a JSON response's run object (replays carry it too)."""
+    if not isinstance(response, JSONResponse):
+        return None
+    try:
+        data = json.loads(bytes(response.body))
+    except ValueError:
+        return None
+    trace = data.get("trace_id") if isinstance(data, dict) else None
+    return trace if isinstance(trace, str) else None
 
 
 def store_down(exc: StoreError) -> ApiError:
