@@ -126,7 +126,8 @@ def wait_ready(proc: subprocess.Popen[str], timeout: float = 30.0) -> tuple[str,
 def serving(tmp_path: Path, server_yaml: str, *args: str) -> Iterator[Process]:
     """``hermes serve --port 0`` on 127.0.0.1 with ``server_yaml``; stopped (SIGKILL if it
     hangs) at the end."""
-    proc = run_serve(write_config(tmp_path, server_yaml), "--host", "127.0.0.1", "--port", "0", *args)
+    config = write_config(tmp_path, server_yaml)
+    proc = run_serve(config, "--host", "127.0.0.1", "--port", "0", *args)
     try:
         host, port = wait_ready(proc)
         yield Process(proc, host, port)

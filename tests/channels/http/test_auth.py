@@ -76,7 +76,8 @@ def test_a_key_users_roles_reach_the_agents_authorizer(tmp_path: Path) -> None:
     path.write_text(
         "rbac:\n  enabled: true\n  roles: {ops: {scopes: [shell.run]}, viewer: {scopes: [read]}}\n"
         "  users: {alice: {roles: [viewer]}}\n"
-        "server:\n  api_keys:\n    - {key: 0123456789abcdef0123, user: alice, roles: [ops, admin]}\n"
+        "server:\n  api_keys:\n"
+        "    - {key: 0123456789abcdef0123, user: alice, roles: [ops, admin]}\n"
         "    - {key: abcdef0123456789abcd, user: carol, roles: [ops]}\n",
         "utf-8",
     )

@@ -58,12 +58,8 @@ async def test_a_body_over_the_declared_limit_is_413_before_the_route_runs(
 async def test_a_streamed_body_is_counted_and_refused_once_over_the_limit(
     tmp_path: Path,
 ) -> None:
-    sent = 0
-
     async def chunks() -> AsyncIterator[bytes]:
-        nonlocal sent
         for _ in range(100):
-            sent += 1
             yield b"y" * 1000
 
     async with served(tmp_path, SMALL) as app, client(app) as http:
@@ -91,11 +87,14 @@ async def test_over_the_rate_limit_a_key_gets_429_with_retry_after(tmp_path: Pat
 
 async def test_anonymous_callers_are_limited_per_client_address(tmp_path: Path) -> None:
     settings = ServerConfig(rate_limit=RateLimitConfig(per_minute=1))
-    async with served(tmp_path, settings) as app:
-        async with client(app, "127.0.0.2") as first, client(app, "127.0.0.3") as second:
-            assert (await first.get("/test/act")).status_code == 200
-            assert (await first.get("/test/act")).status_code == 429
-            assert (await second.get("/test/act")).status_code == 200
+    async with (
+        served(tmp_path, settings) as app,
+        client(app, "127.0.0.2") as first,
+        client(app, "127.0.0.3") as second,
+    ):
+        assert (await first.get("/test/act")).status_code == 200
+        assert (await first.get("/test/act")).status_code == 429
+        assert (await second.get("/test/act")).status_code == 200
 
 
 async def test_without_cors_origins_no_cors_headers_are_sent(tmp_path: Path) -> None:

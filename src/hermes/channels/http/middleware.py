@@ -106,25 +106,39 @@ class BodyLimitMiddleware:
             await send_error(send, 413, too_large.type, too_large.message, connection="close")
             return
         received = 0
-        started = False
+        exceeded = started = answered = False
 
         async def counted() -> Message:
-            nonlocal received
+            nonlocal received, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
+                    exceeded = True
                     raise too_large
             return message
 
         async def tracked(message: Message) -> None:
-            nonlocal started
+            # The route may turn the failed read into its own error (FastAPI answers 400 for a
+            # body it could not read): the answer to an oversized body is 413 all the same.
+            nonlocal started, answered
+            if exceeded and not started:
+                if message["type"] == "http.response.start":
+                    started = answered = True
+                    await send_error(
+                        send, 413, too_large.type, too_large.message, connection="close"
+                    )
+                return
+            if answered and message["type"] == "http.response.body":
+                return
             started = started or message["type"] == "http.response.start"
             await send(message)
 
         try:
             await self.app(scope, counted, tracked)
         except BodyTooLargeError:
+            if answered:
+                return
             if started:
                 raise
             await send_error(send, 413, too_large.type, too_large.message, connection="close")
