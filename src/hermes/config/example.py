@@ -132,8 +132,9 @@ server:
   host: 127.0.0.1
   port: 8000
   api_keys: []              # [{key: ${HERMES_API_KEY}, user: alice, roles: [admin]}]
+                            # roles: names of rbac.roles, or admin (may act for any user)
   allow_anonymous: false    # serve a non-loopback host without keys (refused otherwise)
-  rate_limit: {per_minute: null}  # requests per key and minute -> 429 with Retry-After
+  rate_limit: {per_minute: null}  # requests per key (per address when anonymous) and minute -> 429
   max_body_bytes: 1048576   # larger bodies are 413
   cors_origins: []          # none by default
   busy: enqueue             # a busy session: enqueue (wait its turn) | reject (409)

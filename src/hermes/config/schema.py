@@ -11,7 +11,14 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from hermes.config.checks import check_scopes
 from hermes.config.local import check_timezone, os_user_id
@@ -420,3 +427,20 @@ class HermesConfig(_Section):
     def _empty_section_is_default(cls, value: Any) -> Any:
         # A section whose keys are all commented out parses as null; treat it as "all defaults".
         return {} if value is None else value
+
+    # --- serve: api key roles are rbac roles ---
+    @model_validator(mode="after")
+    def _check_key_roles(self) -> HermesConfig:
+        # DESIGN.md, HTTP "Auth": a key's roles are the rbac section's roles (``admin`` is
+        # also the HTTP role that may act for other users).
+        for index, entry in enumerate(self.server.api_keys):
+            unknown = [r for r in entry.roles if r != "admin" and r not in self.rbac.roles]
+            if unknown:
+                defined = ", ".join(sorted(self.rbac.roles)) or "none"
+                raise ValueError(
+                    f"server.api_keys[{index}].roles (user {entry.user!r}): unknown roles "
+                    f"{', '.join(unknown)} (rbac.roles defines: {defined}) / API 密钥的角色未定义"
+                )
+        return self
+
+    # --- end serve ---

@@ -64,4 +64,4 @@ class ServerConfig(_Section):
     #: How long an ``Idempotency-Key`` is kept.
     idempotency_hours: float = Field(default=24.0, gt=0)
     #: Seconds SIGTERM waits for running turns before checkpointing them (DESIGN: stop within 20).
-    shutdown_grace_seconds: float = Field(default=15.0, gt=0, le=20)
+    shutdown_grace_seconds: float = Field(default=15.0, gt=0, le=15)

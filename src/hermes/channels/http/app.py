@@ -17,6 +17,7 @@ from hermes import __version__
 from hermes.channels.http import approvals, chat, health, memory, sessions, turns
 from hermes.channels.http.errors import install_error_handlers
 from hermes.channels.http.idempotency import close_request_keys
+from hermes.channels.http.middleware import install_middleware
 from hermes.channels.http.shutdown import drain
 from hermes.channels.http.state import Service
 from hermes.config.server import ServerConfig
@@ -56,6 +57,9 @@ def create_app(
     )
     app.state.hermes = svc
     install_error_handlers(app)
+    # --- serve: limits, CORS and trace ids (channels/http/middleware.py) ---
+    install_middleware(app, svc.settings)
+    # --- end serve ---
     for module in ROUTERS:
         app.include_router(module.router)
     return app

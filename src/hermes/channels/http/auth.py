@@ -15,6 +15,8 @@ from fastapi import Depends, Request
 
 from hermes.channels.http.errors import ApiError
 from hermes.channels.http.state import Service, service
+from hermes.config.schema import RbacConfig, UserConfig
+from hermes.config.server import ApiKeyConfig
 from hermes.session.ids import validate_user_id
 
 ADMIN_ROLE = "admin"
@@ -41,6 +43,20 @@ class Caller:
         return "anonymous" if self.user_id is None else f"user:{self.user_id}"
 
 
+def key_id_of(header: str, keys: tuple[ApiKeyConfig, ...]) -> str | None:
+    """The id (index) of the key an ``Authorization: Bearer KEY`` header presents, else
+    ``None``. Constant time per key, and every key compared: no timing hint of which matched."""
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    presented = token.strip().encode("utf-8")
+    found: str | None = None
+    for index, entry in enumerate(keys):
+        if hmac.compare_digest(presented, entry.key.encode("utf-8")) and found is None:
+            found = str(index)
+    return found
+
+
 def authenticate(request: Request, svc: Annotated[Service, Depends(service)]) -> Caller:
     """The caller of ``request`` (a FastAPI dependency); 401 without a valid key once keys
     exist."""
@@ -48,23 +64,31 @@ def authenticate(request: Request, svc: Annotated[Service, Depends(service)]) ->
     if not keys:
         return Caller(user_id=None)
     header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    key_id = key_id_of(header, keys)
+    if key_id is None:
+        scheme, _, token = header.partition(" ")
+        sent = scheme.lower() == "bearer" and token.strip()
         raise ApiError(
             401,
             "unauthorized",
-            "send an API key: Authorization: Bearer KEY / 需要 API 密钥",
+            "the API key is not valid / API 密钥无效"
+            if sent
+            else "send an API key: Authorization: Bearer KEY / 需要 API 密钥",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    presented = token.strip().encode("utf-8")
-    for index, entry in enumerate(keys):
-        # Constant time, and every key compared: no timing hint of which prefix matched.
-        if hmac.compare_digest(presented, entry.key.encode("utf-8")):
-            return Caller(user_id=entry.user, roles=frozenset(entry.roles), key_id=str(index))
-    raise ApiError(
-        401, "unauthorized", "the API key is not valid / API 密钥无效",
-        headers={"WWW-Authenticate": "Bearer"},
-    )  # fmt: skip
+    entry = keys[int(key_id)]
+    return Caller(user_id=entry.user, roles=frozenset(entry.roles), key_id=key_id)
+
+
+def with_key_roles(rbac: RbacConfig, keys: tuple[ApiKeyConfig, ...]) -> RbacConfig:
+    """``rbac`` with each key's user also holding the key's roles (those ``rbac.roles``
+    defines; ``admin`` is also an HTTP role), so tool permissions follow the key's roles."""
+    users = {user: list(entry.roles) for user, entry in rbac.users.items()}
+    for entry in keys:
+        held = users.setdefault(entry.user, [])
+        held.extend(r for r in entry.roles if r in rbac.roles and r not in held)
+    merged = {user: UserConfig(roles=roles) for user, roles in users.items()}
+    return rbac.model_copy(update={"users": merged})
 
 
 CallerDep = Annotated[Caller, Depends(authenticate)]
