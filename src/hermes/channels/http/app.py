@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from hermes import __version__
 from hermes.channels.http import approvals, chat, health, memory, sessions, turns
 from hermes.channels.http.errors import install_error_handlers
+from hermes.channels.http.observe import install_observability
 from hermes.channels.http.state import Service
 from hermes.config.server import ServerConfig
 
@@ -51,6 +52,9 @@ def create_app(
     )
     app.state.hermes = svc
     install_error_handlers(app)
+    # --- observe: metrics and spans (seed 002 §4.3) ---
+    install_observability(app, svc)
+    # --- end observe ---
     for module in ROUTERS:
         app.include_router(module.router)
     return app
