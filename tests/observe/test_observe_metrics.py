@@ -6,10 +6,9 @@ from pathlib import Path
 
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
+from tests.observe.obs_turns import drive, make_agent
 
 from hermes.observe.metrics import UNKNOWN_TOOL, Metrics
-
-from tests.observe.obs_turns import drive, make_agent
 
 
 def _value(metrics: Metrics, name: str, **labels: str) -> float | None:
@@ -45,10 +44,15 @@ def test_unknown_tools_and_odd_error_types_share_one_label() -> None:
 
     metrics = Metrics(tool_names=lambda: ["add"])
     for n in range(50):
-        event = ToolCallFinished(f"c{n}", f"invented_{n}", ok=False, cost_ms=1.0, error_type=f"X {n}!")
+        event = ToolCallFinished(
+            f"c{n}", f"invented_{n}", ok=False, cost_ms=1.0, error_type=f"X {n}!"
+        )
         metrics.observe("t", "s", event)
     samples = [
-        s for f in metrics.registry.collect() for s in f.samples if s.name == "hermes_tool_calls_total"
+        s
+        for f in metrics.registry.collect()
+        for s in f.samples
+        if s.name == "hermes_tool_calls_total"
     ]
     assert [(s.labels, s.value) for s in samples] == [
         ({"tool": UNKNOWN_TOOL, "outcome": "error"}, 50.0)
@@ -69,7 +73,8 @@ def test_registries_are_per_app_and_never_the_global_one() -> None:
     assert _value(second, "hermes_memory_recalls_total") == 0
     assert REGISTRY.get_sample_value("hermes_memory_recalls_total") is None
     names = {f.name for f in text_string_to_metric_families(first.render().decode())}
-    assert names and all(n.startswith("hermes_") for n in names)
+    assert names
+    assert all(n.startswith("hermes_") for n in names)
 
 
 def test_turns_that_never_finish_do_not_grow_without_bound() -> None:

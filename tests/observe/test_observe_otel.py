@@ -13,9 +13,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
+from tests.observe.obs_turns import drive, make_agent
 
 from hermes.observe.otel import SpanObserver, otel_available, span_observer
-from tests.observe.obs_turns import drive, make_agent
 
 
 @pytest.fixture
@@ -51,7 +51,8 @@ async def test_a_turn_is_an_invoke_agent_span_with_chat_and_tool_children(
     ]
     named = _by_name(spans)
     turn, tool = named["invoke_agent"], named["execute_tool add"]
-    assert turn.attributes is not None and tool.attributes is not None
+    assert turn.attributes is not None
+    assert tool.attributes is not None
     assert turn.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert turn.attributes["gen_ai.conversation.id"] == "session-0001"
     assert turn.attributes["hermes.trace_id"] == result.trace_id
@@ -67,9 +68,11 @@ async def test_a_turn_is_an_invoke_agent_span_with_chat_and_tool_children(
     assert chat.attributes["gen_ai.request.model"] == "function"
     for child in spans:
         if child is not turn:
-            assert child.parent is not None and child.parent.span_id == turn.context.span_id
+            assert child.parent is not None
+            assert child.parent.span_id == turn.context.span_id
             assert child.context.trace_id == turn.context.trace_id
-            assert turn.start_time <= child.start_time and child.end_time <= turn.end_time
+            assert turn.start_time <= child.start_time
+            assert child.end_time <= turn.end_time
 
 
 async def test_a_failed_tool_call_has_an_error_status(
@@ -82,7 +85,8 @@ async def test_a_failed_tool_call_has_an_error_status(
         await agent.aclose()
     tool = _by_name(exporter.get_finished_spans())["execute_tool broken"]
     assert tool.status.status_code is StatusCode.ERROR
-    assert tool.attributes is not None and tool.attributes["error.type"] == "execution_error"
+    assert tool.attributes is not None
+    assert tool.attributes["error.type"] == "execution_error"
 
 
 def test_a_failed_turn_has_an_error_status(
@@ -104,9 +108,28 @@ def test_a_failed_turn_has_an_error_status(
     (span,) = exporter.get_finished_spans()
     assert span.status.status_code is StatusCode.ERROR
     assert span.status.description == "unreachable"
-    assert span.attributes is not None and span.attributes["error.type"] == "model_error"
+    assert span.attributes is not None
+    assert span.attributes["error.type"] == "model_error"
 
 
 def test_the_observer_exists_when_opentelemetry_is_installed() -> None:
     assert otel_available()
     assert isinstance(span_observer(), SpanObserver)
+
+
+async def test_without_opentelemetry_the_app_still_builds_and_no_spans_are_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The extra is optional: when ``opentelemetry`` cannot be found nothing breaks."""
+    from hermes import Agent
+    from hermes.channels.http.app import create_app
+    from hermes.observe import otel
+
+    monkeypatch.setattr(otel, "otel_available", lambda: False)
+    assert otel.span_observer() is None
+    agent = Agent(store=str(tmp_path / "h.db"))
+    try:
+        app = create_app(agent)
+        assert len(app.state.hermes.observers) == 1  # metrics only
+    finally:
+        await agent.aclose()

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.channels.conftest import Hermes
 
 from hermes.channels.trace_cmd import collect_steps, log_files, read_log_steps
-from tests.channels.conftest import Hermes
 
 STEP_KEYS = {"module", "event", "at", "ms", "detail"}
 
@@ -27,15 +27,18 @@ def test_trace_shows_the_chain_of_a_real_run(hermes: Hermes) -> None:
     traced = hermes("trace", trace_id, "--json")
     assert traced.returncode == 0, traced
     body = traced.json()
-    assert set(body) == {"trace_id", "steps"} and body["trace_id"] == trace_id
+    assert set(body) == {"trace_id", "steps"}
+    assert body["trace_id"] == trace_id
     steps = body["steps"]
     assert all(set(step) == STEP_KEYS for step in steps)
     events = [(s["module"], s["event"]) for s in steps]
-    assert ("agent", "model_call") in events and ("agent", "tool_call") in events
+    assert ("agent", "model_call") in events
+    assert ("agent", "tool_call") in events
     assert ("agent", "turn_finished") in events
     # The stored items of the turn: the user's message first, the reply.
     items = [s for s in steps if s["module"] == "session"]
-    assert items[0]["detail"]["role"] == "user" and items[0]["ms"] is None
+    assert items[0]["detail"]["role"] == "user"
+    assert items[0]["ms"] is None
     assert any(s["detail"].get("role") == "assistant" for s in items)
     assert [s["at"] for s in steps] == sorted(s["at"] for s in steps)
     finished = next(s for s in steps if s["event"] == "turn_finished")
@@ -43,15 +46,18 @@ def test_trace_shows_the_chain_of_a_real_run(hermes: Hermes) -> None:
 
     human = hermes("trace", trace_id)
     assert human.returncode == 0, human
-    assert "turn_finished" in human.stdout and "model_call" in human.stdout
-    assert "total" in human.stderr and "总耗时" in human.stderr
+    assert "turn_finished" in human.stdout
+    assert "model_call" in human.stdout
+    assert "total" in human.stderr
+    assert "总耗时" in human.stderr
 
 
 def test_an_unknown_trace_is_refused_with_exit_2(hermes: Hermes) -> None:
     assert hermes("run", "hello").returncode == 0
     result = hermes("trace", "0" * 32)
     assert result.returncode == 2, result
-    assert "no trace" in result.stderr and "没有追踪" in result.stderr
+    assert "no trace" in result.stderr
+    assert "没有追踪" in result.stderr
     result.assert_no_traceback()
     as_json = hermes("trace", "0" * 32, "--json")
     assert as_json.returncode == 2
@@ -89,7 +95,8 @@ def test_rotated_files_are_read_oldest_first(tmp_path: Path) -> None:
     steps, sessions = read_log_steps(log_files(log), trace)
     assert [s.event for s in steps] == ["model_call", "tool_call", "turn_finished"]
     assert sessions == {"session-0001"}
-    assert steps[0].ms == 1.5 and steps[0].detail == {"session_id": "session-0001"}
+    assert steps[0].ms == 1.5
+    assert steps[0].detail == {"session_id": "session-0001"}
 
 
 async def test_a_large_log_is_streamed_fast(tmp_path: Path) -> None:

@@ -162,9 +162,7 @@ class Metrics:
             buckets=_FAST_BUCKETS,
             registry=r,
         )
-        self.recalls = Counter(
-            "hermes_memory_recalls", "Long-term memory recalls run.", registry=r
-        )
+        self.recalls = Counter("hermes_memory_recalls", "Long-term memory recalls run.", registry=r)
         self.recall_hits = Counter(
             "hermes_memory_recall_hits", "Memories recalled into turns.", registry=r
         )

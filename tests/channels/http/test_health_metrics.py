@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -46,7 +48,9 @@ async def test_readyz_is_503_naming_the_store_when_it_is_closed(
     assert "store" in body["detail"]["store"]
 
 
-async def test_metrics_count_turns_tools_and_models(app: FastAPI, client: httpx.AsyncClient) -> None:
+async def test_metrics_count_turns_tools_and_models(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
     await drive_turn(app, "what is 2+3")
     await drive_turn(app, "again 2+3")
     await drive_turn(app, "call flaky")
@@ -66,9 +70,11 @@ async def test_metrics_count_turns_tools_and_models(app: FastAPI, client: httpx.
         for s in f.samples
         if s.name == "hermes_tool_calls_total" and s.labels["tool"] == "flaky"
     ]
-    assert len(failed) == 1 and failed[0].labels["outcome"] != "ok"
+    assert len(failed) == 1
+    assert failed[0].labels["outcome"] != "ok"
     model_calls = sample(text, "hermes_model_call_duration_seconds_count", model="function")
-    assert model_calls is not None and model_calls >= 6
+    assert model_calls is not None
+    assert model_calls >= 6
     # The breaker of `flaky` opened after its one failure (read at scrape time).
     assert sample(text, "hermes_tool_breaker_state", tool="flaky") == 2.0
     assert sample(text, "hermes_turns_running") == 0
@@ -84,7 +90,10 @@ async def test_request_metrics_use_route_templates_and_bounded_labels(
     await client.get("/healthz")
     await drive_turn(app, "ghost")  # the model invents a tool
     text = (await client.get("/metrics")).text
-    assert sample(text, "hermes_http_requests_total", route="/healthz", method="GET", status="200") == 2
+    assert (
+        sample(text, "hermes_http_requests_total", route="/healthz", method="GET", status="200")
+        == 2
+    )
     unmatched = sample(
         text, "hermes_http_requests_total", route=UNMATCHED_ROUTE, method="GET", status="404"
     )
@@ -115,7 +124,9 @@ async def test_each_app_has_its_own_registry(agent: Agent) -> None:
     assert sample(text, "hermes_turns_total", outcome="ok") is None
 
 
-async def test_running_turns_are_read_at_scrape_time(app: FastAPI, client: httpx.AsyncClient) -> None:
+async def test_running_turns_are_read_at_scrape_time(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
     svc = app.state.hermes
     gate = asyncio.Event()
     task = asyncio.ensure_future(gate.wait())
@@ -157,3 +168,66 @@ async def test_readyz_says_an_unreachable_model_endpoint_is_down(
         response = await c.get("/readyz")
     assert response.status_code == 503
     assert response.json()["down"] == ["model"]
+
+
+async def test_the_middleware_does_not_buffer_streams_on_a_real_server(app: FastAPI) -> None:
+    """A route that streams (as SSE chat does) reaches the client chunk by chunk through the
+    metrics middleware; the request is counted under its template once the stream ends."""
+    import uvicorn
+    from fastapi.responses import StreamingResponse
+
+    from .obs_fixtures import sample as read
+
+    first_seen = asyncio.Event()
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"first\n"
+        await asyncio.wait_for(first_seen.wait(), 5)  # only once the client has it
+        yield b"second\n"
+
+    async def stream(item_id: str) -> StreamingResponse:
+        return StreamingResponse(chunks(), media_type="text/plain")
+
+    app.add_api_route("/test/stream/{item_id}", stream, methods=["GET"])
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    )
+    serving = asyncio.ensure_future(server.serve())
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:  # noqa: ASYNC110 - uvicorn sets a flag, not an event
+                await asyncio.sleep(0.01)
+            port = server.servers[0].sockets[0].getsockname()[1]
+            base = f"http://127.0.0.1:{port}"
+            async with httpx.AsyncClient(base_url=base) as c:
+                async with c.stream("GET", "/test/stream/abc") as response:
+                    lines = response.aiter_lines()
+                    assert await anext(lines) == "first"
+                    first_seen.set()
+                    assert await anext(lines) == "second"
+                text = (await c.get("/metrics")).text
+    finally:
+        server.should_exit = True
+        await serving
+    route = "/test/stream/{item_id}"
+    assert read(text, "hermes_http_requests_total", route=route, method="GET", status="200") == 1
+
+
+async def test_memory_recalls_are_counted(tmp_path: Path) -> None:
+    from hermes.memory.facade import Memory
+
+    memory = Memory.open(tmp_path / "mem", semantic=False, extractor="rules")
+    agent = Agent(store=tmp_path / "h.db", memory=memory)
+    try:
+        app = create_app(agent)
+        await memory.remember("u1", "I like americano coffee")
+        await drive_turn(app, "what coffee do I like?")
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://hermes.test"
+        ) as c:
+            text = (await c.get("/metrics")).text
+    finally:
+        await agent.aclose()
+        await memory.aclose()
+    assert sample(text, "hermes_memory_recalls_total") == 1
+    assert sample(text, "hermes_memory_recall_hits_total") == 1
