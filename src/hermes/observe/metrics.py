@@ -98,7 +98,8 @@ class _LiveCollector(Collector):
 class Metrics:
     """The metrics of one application (see the module docstring).
 
-    ``tool_names``: the tools a label may name (else ``<unknown>``); ``breaker_board``: where
+    ``tool_names``: the tools a label may name (else ``<unknown>``; ``known_tool``, when given,
+    answers the same question for one name, faster); ``breaker_board``: where
     the breakers live (``None``: none); ``running``: ``(turns, sessions)`` running now. All
     three are called at scrape or event time, so they may change while the app runs.
     """
@@ -107,11 +108,13 @@ class Metrics:
         self,
         *,
         tool_names: Callable[[], Iterable[str]] = tuple,
+        known_tool: Callable[[str], bool] | None = None,
         breaker_board: Callable[[], BreakerBoard | None] = lambda: None,
         running: Callable[[], tuple[int, int]] = lambda: (0, 0),
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self._tool_names = tool_names
+        self._known_tool = known_tool
         self.breaker_board = breaker_board
         self.running = running
         r = self.registry
@@ -175,6 +178,12 @@ class Metrics:
         """The tool names a label may carry now."""
         return frozenset(self._tool_names())
 
+    def is_tool(self, name: str) -> bool:
+        """Whether ``name`` is a tool a label may carry (``known_tool``, else ``tool_names``)."""
+        if self._known_tool is not None:
+            return self._known_tool(name)
+        return name in self.tool_names()
+
     # -- feeding ------------------------------------------------------------------------------
     def observe(self, trace_id: str, session_id: str, event: AgentEvent) -> None:
         """A ``Service.observers`` callback: count one event of a turn. Never raises."""
@@ -185,7 +194,7 @@ class Metrics:
         elif event.type == "model_call_finished":
             self.model_duration.labels(event.model or "unknown").observe(event.cost_ms / 1000)
         elif event.type == "tool_call_finished":
-            tool = event.name if event.name in self.tool_names() else UNKNOWN_TOOL
+            tool = event.name if self.is_tool(event.name) else UNKNOWN_TOOL
             self.tool_calls.labels(tool, _outcome(event.ok, event.error_type)).inc()
             self.tool_duration.labels(tool).observe(event.cost_ms / 1000)
         elif event.type == "turn_finished":

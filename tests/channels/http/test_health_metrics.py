@@ -231,3 +231,15 @@ async def test_memory_recalls_are_counted(tmp_path: Path) -> None:
         await memory.aclose()
     assert sample(text, "hermes_memory_recalls_total") == 1
     assert sample(text, "hermes_memory_recall_hits_total") == 1
+
+
+async def test_readyz_is_503_while_the_service_shuts_down(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    app.state.hermes.stopping = True
+    response = await client.get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["checks"] == {"store": "ok", "model": "ok", "mcp": "ok"}
+    assert body["down"] == ["service"]
+    assert (await client.get("/healthz")).status_code == 200

@@ -7,7 +7,8 @@
   scripted models are always ok, an OpenAI-compatible endpoint is asked ``GET {base_url}/models``
   (any answer below 500 means reachable), at most once per :data:`MODEL_CHECK_TTL` seconds;
   mcp: every configured server connected (or none configured). Every check is bounded by
-  :data:`CHECK_TIMEOUT` seconds.
+  :data:`CHECK_TIMEOUT` seconds. While the service shuts down it is not ready either
+  (``down: ["service"]``), so a load balancer stops sending it traffic.
 - ``GET /metrics``: the Prometheus text exposition of this app's registry
   (:mod:`hermes.observe.metrics`).
 
@@ -59,11 +60,11 @@ async def readyz(svc: ServiceDep) -> JSONResponse:
             strict=True,
         )
     )
+    checks = {name: "down" if problem else "ok" for name, problem in problems.items()}
+    if svc.stopping:  # draining: finish running turns, take no new traffic
+        problems["service"] = "shutting down / 正在停止服务"
     down = [name for name, problem in problems.items() if problem is not None]
-    body: dict[str, Any] = {
-        "ready": not down,
-        "checks": {name: "down" if problem else "ok" for name, problem in problems.items()},
-    }
+    body: dict[str, Any] = {"ready": not down, "checks": checks}
     if down:
         body["down"] = down
         body["detail"] = {name: problems[name] for name in down}

@@ -33,6 +33,7 @@ def install_observability(app: FastAPI, svc: Service) -> Metrics:
 
     metrics = Metrics(
         tool_names=agent.tools.names,
+        known_tool=agent.tools.__contains__,
         breaker_board=breaker_board,
         running=lambda: (len(svc.running), len(svc.running.tasks)),
     )
