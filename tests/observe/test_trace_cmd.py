@@ -113,3 +113,45 @@ async def test_a_large_log_is_streamed_fast(tmp_path: Path) -> None:
     elapsed = time.perf_counter() - started
     assert [s.event for s in steps] == ["turn_finished"]
     assert elapsed < 5.0, f"{elapsed:.2f} s for {size_mb:.0f} MB"
+
+
+async def test_the_items_of_a_recent_trace_cost_a_page_whatever_the_session_length(
+    tmp_path: Path,
+) -> None:
+    """Principle 5: a long session is read backwards from its newest item, page by page, and
+    the scan stops once the trace's block is behind it."""
+    import time as clock
+
+    from hermes.channels.trace_cmd import read_item_steps
+    from hermes.session.items import Item
+    from hermes.storage.open import open_store
+
+    store = open_store(tmp_path / "h.db")
+    try:
+        old = [
+            Item("user", "text", f"m{n}", trace_id=f"old-trace-{n // 2:06d}") for n in range(6000)
+        ]
+        store.bulk_import("session-0001", "u1", old)
+        recent = "f" * 32
+        await store.append(
+            "session-0001",
+            [
+                Item("user", "text", "hi", trace_id=recent),
+                Item("assistant", "text", "hello", trace_id=recent),
+            ],
+        )
+        reads = 0
+        real = store.read_items
+
+        async def counted(*args: object, **kwargs: object) -> list[Item]:
+            nonlocal reads
+            reads += 1
+            return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+        store.read_items = counted  # type: ignore[method-assign]
+        steps = await read_item_steps(store, "session-0001", recent, clock.time())
+    finally:
+        await store.close()
+    assert [s.detail["content"] for s in steps] == ["hi", "hello"]
+    assert [s.detail["seq"] for s in steps] == [6001, 6002]
+    assert reads <= 2
