@@ -25,8 +25,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from rich.table import Table
 from rich.text import Text
 
@@ -189,7 +190,12 @@ async def collect_steps(
 
 @app.command()
 def trace(
-    trace_id: str,
+    trace_id: Annotated[
+        str,
+        typer.Argument(
+            help="The trace id (printed by `hermes run --json`, header X-Hermes-Trace-Id)."
+        ),
+    ],
     as_json: JsonFlag = False,
 ) -> None:
     """Show the chain of one request, each step with its ms. / 显示一次请求的完整链路及各步耗时。
