@@ -355,13 +355,17 @@ async def _recall(
     try:
         async with asyncio.timeout_at(deadline):
             # Only the turn's own user: recall is scoped to them in SQL and checked again.
-            return await recall(store, user_id, text, policy=memory.policy, force=True)
+            found = await recall(store, user_id, text, policy=memory.policy, force=True)
     except TimeoutError:
         log.warning("memory_recall_timeout", timeout_s=memory.recall_timeout)
     except HermesError as exc:
         log.error("memory_recall_failed", error_type=exc.code, error=exc.message[:300])
     except Exception as exc:  # noqa: BLE001 - a turn goes on without memories, never fails
         log.error("memory_recall_failed", error_type=type(exc).__name__, error=str(exc)[:300])
+    else:
+        for listener in memory.recall_listeners:  # metrics (seed 002 §4.3)
+            listener(len(found.hits))
+        return found
     return None
 
 

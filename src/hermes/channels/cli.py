@@ -5,6 +5,7 @@
     hermes chat | demo | sessions list|show|export|delete | tools list
     hermes mcp list | call SERVER TOOL --args JSON | serve [--transport stdio|http]
     hermes memory add|search|list|forget|export|upkeep --user U ...
+    hermes trace TRACE_ID [--json]
 
 stdout carries what a person or a program asked for (the reply, or one JSON object with
 ``--json``); errors go to stderr as one clear sentence, never a traceback. Exit codes:

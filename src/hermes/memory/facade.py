@@ -118,6 +118,9 @@ class Memory:
         self.upkeep_interval = upkeep_interval
         self.upkeep_policy = upkeep_policy
         self.clock = clock
+        #: Called with the number of memories each recall brought into a turn (metrics,
+        #: seed 002 §4.3); a listener must not raise or block.
+        self.recall_listeners: list[Callable[[int], None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
         self._habit_lock = asyncio.Lock()

@@ -18,6 +18,7 @@ from hermes.channels.http import approvals, chat, health, memory, sessions, turn
 from hermes.channels.http.errors import install_error_handlers
 from hermes.channels.http.idempotency import close_request_keys
 from hermes.channels.http.middleware import install_middleware
+from hermes.channels.http.observe import install_observability
 from hermes.channels.http.shutdown import drain
 from hermes.channels.http.state import Service
 from hermes.config.server import ServerConfig
@@ -57,9 +58,10 @@ def create_app(
     )
     app.state.hermes = svc
     install_error_handlers(app)
-    # --- serve: limits, CORS and trace ids (channels/http/middleware.py) ---
+    # Limits, CORS and trace ids (channels/http/middleware.py), then metrics and spans
+    # (seed 002 §4.3) outermost, so refused requests (413, 429) are counted too.
     install_middleware(app, svc.settings)
-    # --- end serve ---
+    install_observability(app, svc)
     for module in ROUTERS:
         app.include_router(module.router)
     return app

@@ -70,7 +70,9 @@ class TraceIdMiddleware:
 
         async def send_with_trace(message: Message) -> None:
             if message["type"] == "http.response.start":
-                MutableHeaders(scope=message)[TRACE_HEADER] = trace_id
+                # A route that knows better (a turn given a fresh trace id, a replayed result)
+                # has set its own: that one stays.
+                MutableHeaders(scope=message).setdefault(TRACE_HEADER, trace_id)
             await send(message)
 
         await self.app(scope, receive, send_with_trace)
