@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from hermes.config.checks import check_scopes
 from hermes.config.local import check_timezone, os_user_id
 from hermes.config.mcp import ServerConfig, parse_mcp_servers
+from hermes.config.scheduler import SchedulerConfig  # --- sched --- (one line)
 from hermes.config.server import ServerConfig as HttpServerConfig
 from hermes.config.urls import http_url
 from hermes.errors import InvalidIdError
@@ -385,7 +386,8 @@ class MemoryConfig(_Section):
 
 
 _SECTIONS = (
-    "agent", "store", "logging", "brain", "tools", "rbac", "mcp_serve", "memory", "server"
+    "agent", "store", "logging", "brain", "tools", "rbac", "mcp_serve", "memory", "server",
+    "scheduler",  # --- sched --- (one line)
 )  # fmt: skip
 
 
@@ -407,6 +409,9 @@ class HermesConfig(_Section):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     #: ``hermes serve`` (``hermes.config.server``).
     server: HttpServerConfig = Field(default_factory=HttpServerConfig)
+    # --- sched: cron jobs (``hermes.config.scheduler``) ---
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    # --- end sched ---
 
     @field_validator("mcp_servers", mode="before")
     @classmethod
