@@ -59,6 +59,7 @@ __all__ = [
     "Scheduler",
     "SchedulerClock",
     "SystemClock",
+    "find_job",
 ]
 
 logger = get_logger("scheduler")
@@ -131,6 +132,17 @@ class RunReport:
         )
 
 
+def find_job(jobs: Sequence[Job], name: str) -> Job:
+    """The job of ``jobs`` called ``name``; ``JobNotFoundError`` naming the jobs otherwise."""
+    for job in jobs:
+        if job.name == name:
+            return job
+    known = ", ".join(job.name for job in jobs) or "none"
+    raise JobNotFoundError(
+        f"no job named {name[:128]!r} (jobs: {known}) / 没有名为 {name[:128]!r} 的任务", name=name
+    )
+
+
 class Scheduler:
     """Fires ``jobs`` on their schedules, recording every run in ``runs``.
 
@@ -174,14 +186,7 @@ class Scheduler:
 
     def job(self, name: str) -> Job:
         """The job called ``name``; ``JobNotFoundError`` when there is none."""
-        job = self._jobs.get(name)
-        if job is None:
-            known = ", ".join(self._jobs) or "none"
-            raise JobNotFoundError(
-                f"no job named {name[:128]!r} (jobs: {known}) / 没有名为 {name[:128]!r} 的任务",
-                name=name,
-            )
-        return job
+        return find_job(self.jobs, name)
 
     # -- life ------------------------------------------------------------------------------------
 
