@@ -5,9 +5,14 @@ until the scheduler has done what a moment of the clock asks of it."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
+import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -62,9 +67,9 @@ def at(text: str, zone: ZoneInfo = SHANGHAI) -> float:
     return datetime.fromisoformat(text).replace(tzinfo=zone).timestamp()
 
 
-async def until(condition: Callable[[], bool], timeout: float = SETTLE_TIMEOUT) -> None:
-    """Wait (real time) until ``condition()`` holds."""
-    deadline = time.monotonic() + timeout
+async def until(condition: Callable[[], bool], within: float = SETTLE_TIMEOUT) -> None:
+    """Wait (real time, at most ``within`` seconds) until ``condition()`` holds."""
+    deadline = time.monotonic() + within
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError("the scheduler did not settle in time")
@@ -156,3 +161,51 @@ async def open_scheduler(
 @pytest.fixture
 def runs_file(tmp_path: Path) -> Path:
     return tmp_path / "jobs.db"
+
+
+# -- a local receiver of deliveries --
+
+SECRET = "s3cret-for-the-receiver"
+
+
+@dataclass
+class Receiver:
+    """What a local receiver got, and the statuses it answers with (then 200)."""
+
+    url: str = ""
+    statuses: list[int] = field(default_factory=list)
+    requests: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
+
+    def verify(self, headers: dict[str, str], body: bytes) -> bool:
+        """What a receiver does with the event-signing rule."""
+        timestamp = headers["X-Hermes-Timestamp"]
+        expected = hmac.new(SECRET.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+        return hmac.compare_digest(headers["X-Hermes-Signature"], "sha256=" + expected.hexdigest())
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    state = Receiver()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            state.requests.append((dict(self.headers.items()), body))
+            status = state.statuses.pop(0) if state.statuses else 200
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/jobs"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -82,7 +82,9 @@ def test_a_bad_job_is_refused_naming_what_is_wrong(tmp_path, change, expected):
 
 def test_job_names_are_unique(tmp_path):
     with pytest.raises(ConfigError, match="must be unique"):
-        _load(tmp_path, f"scheduler:\n  timezone: Asia/Shanghai\n  jobs:\n    - {JOB}\n    - {JOB}\n")
+        _load(
+            tmp_path, f"scheduler:\n  timezone: Asia/Shanghai\n  jobs:\n    - {JOB}\n    - {JOB}\n"
+        )
 
 
 def test_an_unknown_zone_is_refused(tmp_path):
@@ -97,7 +99,8 @@ def test_a_plan_job_loads_with_its_template_and_params(tmp_path):
         "plan: {template: report, params: {days: 7}}, session_id: ops-weekly-1}\n",
     )
     [job] = configured_jobs(loaded)
-    assert job.action == "plan" and job.plan == {"template": "report", "params": {"days": 7}}
+    assert job.action == "plan"
+    assert job.plan == {"template": "report", "params": {"days": 7}}
 
 
 def test_scheduled_job_functions_of_jobs_dir_become_jobs(tmp_path):
@@ -130,7 +133,7 @@ def test_a_jobs_file_that_does_not_load_refuses_the_configuration(tmp_path):
     jobs.mkdir()
     (jobs / "broken_jobs.py").write_text("import not_a_module_anywhere\n", encoding="utf-8")
     loaded = _load(tmp_path, "scheduler:\n  timezone: UTC\n  jobs_dir: jobs\n")
-    with pytest.raises(ConfigError, match="broken_jobs.py does not load"):
+    with pytest.raises(ConfigError, match=r"broken_jobs\.py does not load"):
         configured_jobs(loaded)
 
 

@@ -4,64 +4,11 @@ keeps failing or refuses is recorded as a failed delivery, and the run stays suc
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import socket
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-import pytest
 
 from hermes.scheduler.delivery import Delivery
-from tests.scheduler.conftest import message_job
-
-SECRET = "s3cret-for-the-receiver"
-
-
-@dataclass
-class Receiver:
-    """What a local receiver got, and the statuses it answers with (then 200)."""
-
-    url: str = ""
-    statuses: list[int] = field(default_factory=list)
-    requests: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
-
-    def verify(self, headers: dict[str, str], body: bytes) -> bool:
-        """What a receiver does with the event-signing rule."""
-        timestamp = headers["X-Hermes-Timestamp"]
-        expected = hmac.new(SECRET.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
-        return hmac.compare_digest(headers["X-Hermes-Signature"], "sha256=" + expected.hexdigest())
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    state = Receiver()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            state.requests.append((dict(self.headers.items()), body))
-            status = state.statuses.pop(0) if state.statuses else 200
-            self.send_response(status)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/jobs"
-    try:
-        yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+from tests.scheduler.conftest import SECRET, message_job
 
 
 def _delivery(**options) -> Delivery:
@@ -81,7 +28,11 @@ async def test_the_run_object_is_posted_signed_like_events(open_scheduler, recei
     assert sent["trace_id"] == report.run.trace_id
     assert sent["due_at"].endswith("+08:00")
     assert (report.run.delivery, report.run.delivery_attempts) == ("delivered", 1)
-    assert report.to_json_dict()["delivery"] == {"status": "delivered", "attempts": 1, "error": None}
+    assert report.to_json_dict()["delivery"] == {
+        "status": "delivered",
+        "attempts": 1,
+        "error": None,
+    }
 
 
 async def test_a_500_is_retried_and_then_delivered(open_scheduler, receiver):
@@ -119,7 +70,10 @@ async def test_a_refusal_is_not_retried(open_scheduler, receiver):
     scheduler = open_scheduler([message_job(deliver_to=receiver.url)], delivery=_delivery())
     report = await scheduler.run_job("daily-report")
     assert len(receiver.requests) == 1
-    assert (report.run.delivery, report.run.delivery_error) == ("failed", "HTTP 401 from the receiver")
+    assert (report.run.delivery, report.run.delivery_error) == (
+        "failed",
+        "HTTP 401 from the receiver",
+    )
 
 
 async def test_an_unreachable_receiver_is_retried_then_recorded(open_scheduler, receiver):
@@ -140,4 +94,5 @@ async def test_without_a_secret_the_post_carries_no_signature(open_scheduler, re
     scheduler = open_scheduler([message_job(deliver_to=receiver.url)], delivery=delivery)
     await scheduler.run_job("daily-report")
     [(headers, _)] = receiver.requests
-    assert "X-Hermes-Signature" not in headers and "X-Hermes-Timestamp" in headers
+    assert "X-Hermes-Signature" not in headers
+    assert "X-Hermes-Timestamp" in headers

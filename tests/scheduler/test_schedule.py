@@ -48,7 +48,8 @@ async def test_a_host_in_utc_fires_the_shanghai_job_at_nine_shanghai(
     clock.set(at("2026-12-04 01:00:00.3", UTC))
     await settle(scheduler, clock)
     run = await scheduler.runs.last_run("daily-report")
-    assert run is not None and run.status == "succeeded"
+    assert run is not None
+    assert run.status == "succeeded"
     assert iso(run.due_at, SHANGHAI) == "2026-12-04T09:00:00+08:00"
 
 
@@ -67,7 +68,8 @@ def test_jobs_list_in_a_utc_process_shows_shanghai_times(tmp_path):
         text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert '"next_run": "' in done.stdout and "T09:00:00+08:00" in done.stdout
+    assert '"next_run": "' in done.stdout
+    assert "T09:00:00+08:00" in done.stdout
 
 
 def _fires(expression: str, start: str, count: int) -> list[str]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from hermes.scheduler.actions import PLANS_MISSING
 from hermes.scheduler.runs import JobRun
 from hermes.scheduler.service import JobNotFoundError
@@ -36,7 +38,8 @@ async def test_a_job_fires_at_its_due_time_as_a_turn_of_its_session(
     [run] = await _runs(runs_file)
     assert (run.status, run.due_at) == ("succeeded", at("2026-12-04 09:00"))
     record = await agent.store.load_session("ops-daily-report")
-    assert record is not None and record.item_count == 2  # the message and the reply
+    assert record is not None
+    assert record.item_count == 2
     items = await agent.store.read_items("ops-daily-report", after_seq=0, limit=10)
     assert items[0].content == "生成昨日核心指标报告"
     assert items[0].trace_id == run.trace_id  # the run's trace is its turn's
@@ -186,7 +189,8 @@ async def test_run_now_returns_the_ids_at_once_and_runs_in_the_background(
 ):
     scheduler = open_scheduler([message_job()])
     started = await scheduler.run_now("daily-report")
-    assert started.run_id.startswith("job-") and len(started.trace_id) == 32
+    assert started.run_id.startswith("job-")
+    assert len(started.trace_id) == 32
     await scheduler.wait_idle()
     [run] = await _runs(runs_file)
     assert (run.run_id, run.trace_id, run.status) == (
@@ -198,21 +202,16 @@ async def test_run_now_returns_the_ids_at_once_and_runs_in_the_background(
 
 async def test_an_unknown_job_is_refused_naming_the_jobs(open_scheduler):
     scheduler = open_scheduler([message_job()])
-    try:
+    with pytest.raises(JobNotFoundError, match="daily-report") as caught:
         await scheduler.run_now("nightly")
-    except JobNotFoundError as exc:
-        assert "daily-report" in exc.message and exc.status == 404
-    else:
-        raise AssertionError("an unknown job ran")
+    assert caught.value.status == 404
 
 
 async def test_a_plan_job_fails_clearly_until_plans_exist(open_scheduler, clock):
     job = message_job()
     from dataclasses import replace
 
-    plan_job = replace(
-        job, action="plan", message=None, plan={"template": "report", "params": {}}
-    )
+    plan_job = replace(job, action="plan", message=None, plan={"template": "report", "params": {}})
     scheduler = open_scheduler([plan_job])
     report = await scheduler.run_job("daily-report")
     assert report.run.status == "failed"
@@ -231,7 +230,8 @@ async def test_a_function_job_gets_the_agent_and_its_text_is_the_reply(open_sche
     scheduler = open_scheduler([function_job("daily", daily)])
     report = await scheduler.run_job("daily")
     assert seen == [agent]
-    assert report.ok and report.reply == "delivered: report 1"
+    assert report.ok
+    assert report.reply == "delivered: report 1"
 
 
 async def test_a_function_job_that_raises_is_a_failed_run_with_its_error(open_scheduler):
@@ -244,9 +244,7 @@ async def test_a_function_job_that_raises_is_a_failed_run_with_its_error(open_sc
     assert report.run.error == "RuntimeError: the report source is down"
 
 
-async def test_stopping_interrupts_a_running_run_and_records_it(
-    open_scheduler, clock, runs_file
-):
+async def test_stopping_interrupts_a_running_run_and_records_it(open_scheduler, clock, runs_file):
     async def forever(agent):
         await asyncio.Event().wait()
         return ""
@@ -256,7 +254,8 @@ async def test_stopping_interrupts_a_running_run_and_records_it(
     await asyncio.sleep(0.05)
     await scheduler.stop(grace=0.1)
     [run] = await _runs(runs_file)
-    assert run.status == "failed" and "interrupted" in (run.error or "")
+    assert run.status == "failed"
+    assert "interrupted" in (run.error or "")
 
 
 async def test_a_disabled_job_never_fires_and_has_no_next_run(open_scheduler, clock, runs_file):
