@@ -2,10 +2,11 @@
 its record of runs (``jobs.db`` beside the session database, through the composition root)
 and its delivery settings. What ``hermes serve`` starts in its lifespan::
 
-    scheduler = build_scheduler(loaded, agent)
-    await scheduler.start()
+    scheduler = await start_scheduler(loaded, agent)   # None without jobs
     ...
-    await scheduler.stop()
+    await scheduler.stop(grace=...)
+
+(``hermes.channels.http.app`` does that and keeps it as ``Service.parts["scheduler"]``.)
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ from hermes.session.store import Store
 if TYPE_CHECKING:
     from hermes.agent.agent import Agent
 
-__all__ = ["build_scheduler", "configured_jobs"]
+__all__ = ["SCHEDULER_PART", "build_scheduler", "configured_jobs", "start_scheduler"]
+
+#: The name of the running scheduler in ``hermes serve``'s ``Service.parts`` (the jobs routes
+#: find it there).
+SCHEDULER_PART = "scheduler"
 
 
 def configured_jobs(loaded: LoadedConfig) -> list[Job]:
@@ -41,8 +46,8 @@ def build_scheduler(
     store: Store | None = None,
     jobs: list[Job] | None = None,
 ) -> Scheduler:
-    """The scheduler of ``loaded`` running its jobs with ``agent``; its runs are recorded
-    beside ``agent.store`` (or ``store``, for a scheduler that only lists)."""
+    """The scheduler of ``loaded`` running its jobs with ``agent``, not started; its runs are
+    recorded beside ``agent.store`` (or ``store``, for a scheduler that only lists)."""
     where = store if store is not None else agent.store if agent is not None else None
     if where is None:
         raise ValueError("build_scheduler needs an agent or a store")
@@ -58,3 +63,17 @@ def build_scheduler(
         agent,
         delivery=delivery,
     )
+
+
+async def start_scheduler(loaded: LoadedConfig | None, agent: Agent) -> Scheduler | None:
+    """The started scheduler of ``loaded`` (``hermes serve``'s lifespan), ``None`` when there
+    is no configuration or no job (nothing is opened then). Stop it with ``await
+    scheduler.stop(grace=...)``."""
+    if loaded is None:
+        return None
+    jobs = configured_jobs(loaded)
+    if not jobs:
+        return None
+    scheduler = build_scheduler(loaded, agent, jobs=jobs)
+    await scheduler.start()
+    return scheduler

@@ -40,8 +40,19 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if agent.mcp is not None:
             agent.mcp.start()
+        # --- sched: the scheduler runs while the app serves (hermes.scheduler.setup) ---
+        from hermes.scheduler.setup import SCHEDULER_PART, start_scheduler
+
+        scheduler = await start_scheduler(loaded, agent)  # None without jobs
+        if scheduler is not None:
+            svc.parts[SCHEDULER_PART] = scheduler
+        # --- end sched ---
         yield
         svc.stopping = True
+        # --- sched: its runs finish within the grace, or are recorded interrupted ---
+        if scheduler is not None:
+            await scheduler.stop(grace=min(5.0, svc.settings.shutdown_grace_seconds))
+        # --- end sched ---
 
     app = FastAPI(
         title="Hermes",
