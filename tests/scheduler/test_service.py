@@ -266,3 +266,25 @@ async def test_a_disabled_job_never_fires_and_has_no_next_run(open_scheduler, cl
     assert await _runs(runs_file) == []
     [entry] = await scheduler.list_jobs()
     assert entry["next_run"] is None
+
+
+async def test_a_host_that_slept_over_due_times_records_them_and_catches_up_once(
+    open_scheduler, clock, replies, runs_file
+):
+    scheduler = open_scheduler([message_job(cron="0 * * * *")])  # every hour
+    await scheduler.start()
+    clock.set(at("2026-12-04 09:00:02"))
+    await settle(scheduler, clock)
+    clock.set(at("2026-12-04 12:20"))  # the host was suspended from 09:00 to 12:20
+    await settle(scheduler, clock)
+    statuses = [(r.status, r.due_at) for r in await _runs(runs_file)]
+    assert statuses == [
+        ("succeeded", at("2026-12-04 09:00")),
+        ("missed", at("2026-12-04 10:00")),
+        ("missed", at("2026-12-04 11:00")),
+        ("succeeded", at("2026-12-04 12:00")),
+    ]
+    assert replies.turns == 2
+    clock.set(at("2026-12-04 13:00:01"))  # and the timer goes on from there
+    await settle(scheduler, clock)
+    assert len(await _runs(runs_file)) == 5
