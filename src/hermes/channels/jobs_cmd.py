@@ -47,18 +47,27 @@ def jobs_list(as_json: JsonFlag = False) -> None:
     if not entries:
         note("no jobs configured (scheduler.jobs, scheduler.jobs_dir) / 没有配置定时任务")
         return
-    table = Table("name", "cron", "timezone", "next run", "last run", "missed")
+    table = Table()
+    for column in ("name", "cron", "timezone"):
+        table.add_column(column, no_wrap=True)
+    for column in ("next run", "last run", "missed"):
+        table.add_column(column, overflow="fold")  # a time wraps, never "2026-12-04T0…"
     for entry in entries:
         last = entry["last_run"]
         table.add_row(
             entry["name"],
             entry["cron"],
             entry["timezone"],
-            entry["next_run"] or "—",
-            "—" if last is None else f"{last['status']} {last['at']}",
+            _short(entry["next_run"]),
+            "—" if last is None else f"{last['status']} {_short(last['at'])}",
             str(entry["missed"]),
         )
     out.print(table)
+
+
+def _short(at: str | None) -> str:
+    """An ISO time of the list as a person reads it in the job's zone: ``2026-12-04 09:00``."""
+    return "—" if at is None else at[:16].replace("T", " ")
 
 
 def _list_entries() -> list[dict[str, Any]]:
