@@ -6,6 +6,7 @@
     hermes mcp list | call SERVER TOOL --args JSON | serve [--transport stdio|http]
     hermes memory add|search|list|forget|export|upkeep --user U ...
     hermes trace TRACE_ID [--json]
+    hermes jobs list [--json] | run NAME [--json]
 
 stdout carries what a person or a program asked for (the reply, or one JSON object with
 ``--json``); errors go to stderr as one clear sentence, never a traceback. Exit codes:
@@ -30,6 +31,7 @@ from hermes.channels import (
     browse,
     chat,
     init_cmd,
+    jobs_cmd,  # --- sched --- (one line)
     mcp_cmd,
     memory_cmd,
     run,
@@ -45,7 +47,7 @@ __all__ = ["app", "main"]
 DEBUG_ENV_VAR = "HERMES_DEBUG"
 EXIT_INTERNAL_ERROR = 1
 
-del browse, chat, init_cmd, mcp_cmd, memory_cmd, run, serve_cmd, sessions_cmd, trace_cmd
+del browse, chat, init_cmd, jobs_cmd, mcp_cmd, memory_cmd, run, serve_cmd, sessions_cmd, trace_cmd
 
 
 def main() -> None:

@@ -142,4 +142,20 @@ server:
   events_keep_seconds: 3600 # a turn's events stay replayable this long (SSE resume)
   idempotency_hours: 24     # Idempotency-Key records are kept this long
   shutdown_grace_seconds: 15  # SIGTERM waits this long for running turns, then checkpoints
+
+# --- sched ---
+# Cron jobs: a message sent as a turn of a session, on a schedule (docs/scheduler.md).
+# 定时任务：按 cron 表达式定时把消息发给某个会话；必须显式设置时区。
+scheduler:
+  timezone: null            # IANA zone of every schedule, e.g. Asia/Shanghai; required with jobs
+  jobs: []                  # e.g. [{name: daily-report, cron: "0 9 * * *",
+                            #        message: 生成昨日核心指标报告, session_id: ops-daily-report,
+                            #        user_id: null, deliver_to: null, misfire: run_once,
+                            #        enabled: true}]  (or plan: {template: NAME, params: {}})
+                            # misfire: run_once (one catch-up run after downtime) | skip
+  jobs_dir: null            # a directory of *.py files with @scheduled_job functions
+  deliver_secret: null      # HMAC-SHA256 key signing deliver_to POSTs (${HERMES_DELIVER_SECRET})
+  deliver_attempts: 4       # POST attempts per delivery (retried with backoff on 5xx/429/network)
+  deliver_timeout: 10       # seconds per attempt
+# --- end sched ---
 """

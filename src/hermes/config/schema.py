@@ -23,6 +23,7 @@ from pydantic import (
 from hermes.config.checks import check_scopes
 from hermes.config.local import check_timezone, os_user_id
 from hermes.config.mcp import ServerConfig, parse_mcp_servers
+from hermes.config.scheduler import SchedulerConfig  # --- sched --- (one line)
 from hermes.config.server import ServerConfig as HttpServerConfig
 from hermes.config.urls import http_url
 from hermes.errors import InvalidIdError
@@ -392,7 +393,8 @@ class MemoryConfig(_Section):
 
 
 _SECTIONS = (
-    "agent", "store", "logging", "brain", "tools", "rbac", "mcp_serve", "memory", "server"
+    "agent", "store", "logging", "brain", "tools", "rbac", "mcp_serve", "memory", "server",
+    "scheduler",  # --- sched --- (one line)
 )  # fmt: skip
 
 
@@ -414,6 +416,9 @@ class HermesConfig(_Section):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     #: ``hermes serve`` (``hermes.config.server``).
     server: HttpServerConfig = Field(default_factory=HttpServerConfig)
+    # --- sched: cron jobs (``hermes.config.scheduler``) ---
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    # --- end sched ---
 
     @field_validator("mcp_servers", mode="before")
     @classmethod

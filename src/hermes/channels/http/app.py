@@ -7,7 +7,8 @@ agent is the caller's: the app never closes it (``hermes serve`` does, after shu
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
@@ -44,10 +45,21 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if agent.mcp is not None:
             agent.mcp.start()
+        # --- sched: the scheduler runs while the app serves (hermes.scheduler.setup) ---
+        from hermes.scheduler.setup import SCHEDULER_PART, start_scheduler
+
+        scheduler = await start_scheduler(loaded, agent)  # None without jobs
+        if scheduler is not None:
+            svc.parts[SCHEDULER_PART] = scheduler
+        # --- end sched ---
         yield
-        # Graceful shutdown (DESIGN.md, "More CLI": SIGTERM): running turns finish or are
-        # checkpointed, then the Idempotency-Key records a request opened are closed.
-        await drain(svc)
+        # Graceful shutdown (DESIGN.md, "More CLI": SIGTERM): the scheduler stops firing and
+        # its runs finish within a short grace (or are recorded interrupted) while running
+        # turns finish or are checkpointed; then the Idempotency-Key records are closed.
+        stopping: list[Awaitable[None]] = [drain(svc)]
+        if scheduler is not None:
+            stopping.append(scheduler.stop(grace=min(5.0, svc.settings.shutdown_grace_seconds)))
+        await asyncio.gather(*stopping)
         await close_request_keys(svc)
 
     app = FastAPI(
