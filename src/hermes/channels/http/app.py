@@ -56,7 +56,7 @@ def create_app(
         # Graceful shutdown (DESIGN.md, "More CLI": SIGTERM): the scheduler stops firing and
         # its runs finish within a short grace (or are recorded interrupted) while running
         # turns finish or are checkpointed; then the Idempotency-Key records are closed.
-        stopping: list[Awaitable[None]] = [drain(svc)]
+        stopping: list[Awaitable[object]] = [drain(svc)]
         if scheduler is not None:
             stopping.append(scheduler.stop(grace=min(5.0, svc.settings.shutdown_grace_seconds)))
         await asyncio.gather(*stopping)
