@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hermes import __version__
-from hermes.channels.init_cmd import init_config_text
+from hermes.channels.cli.init_cmd import init_config_text
 from hermes.config import EXAMPLE_CONFIG, load_config
 from tests.channels.conftest import Hermes
 from tests.channels.test_cli_interactive import reply_lines

@@ -82,7 +82,7 @@ def test_the_cli_memory_commands_go_through_memory_not_the_store() -> None:
     its own (the store it opens is handed to ``Memory``)."""
     import ast
 
-    import hermes.channels.memory_cmd as cli
+    import hermes.channels.cli.memory_cmd as cli
 
     tree = ast.parse(Path(cli.__file__).read_text(encoding="utf-8"))
     imported = {

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tests.channels.conftest import Hermes
 
-from hermes.channels.trace_cmd import collect_steps, log_files, read_log_steps
+from hermes.channels.cli.trace_cmd import collect_steps, log_files, read_log_steps
 
 STEP_KEYS = {"module", "event", "at", "ms", "detail"}
 
@@ -122,7 +122,7 @@ async def test_the_items_of_a_recent_trace_cost_a_page_whatever_the_session_leng
     the scan stops once the trace's block is behind it."""
     import time as clock
 
-    from hermes.channels.trace_cmd import read_item_steps
+    from hermes.channels.cli.trace_cmd import read_item_steps
     from hermes.session.items import Item
     from hermes.storage.open import open_store
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from hermes.agent.factory import build_authorizer
+from hermes.channels.cli.serve_cmd import with_key_roles_config
 from hermes.channels.http.auth import with_key_roles
-from hermes.channels.serve_cmd import with_key_roles_config
 from hermes.config import load_config
 from hermes.config.server import ServerConfig
 from hermes.errors import ConfigError

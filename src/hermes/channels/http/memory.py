@@ -23,12 +23,12 @@ from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict
 
 from hermes.agent.compose import open_plan_runs
+from hermes.channels.cli.memory_cmd import SEARCH_MIN_SCORE, _detect_sensitive, _guess_kind
 from hermes.channels.http.auth import CallerDep, acting_user
 from hermes.channels.http.errors import ApiError
 from hermes.channels.http.idempotency import request_keys  # idemkey
 from hermes.channels.http.sessions import cancel_running, delete_claimed
 from hermes.channels.http.state import Service, service
-from hermes.channels.memory_cmd import SEARCH_MIN_SCORE, _detect_sensitive, _guess_kind
 from hermes.memory.facade import Memory
 from hermes.memory.records import (
     MemoryHit,

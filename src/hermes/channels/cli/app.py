@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from hermes.channels.output import report_warning
+from hermes.channels.cli.output import report_warning
 from hermes.config import LoadedConfig, load_config
 from hermes.errors import ConfigError
 

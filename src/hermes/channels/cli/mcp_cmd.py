@@ -28,8 +28,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from hermes.channels.app import JsonFlag, app, loaded_config, open_agent, run_async
-from hermes.channels.output import (
+from hermes.channels.cli.app import JsonFlag, app, loaded_config, open_agent, run_async
+from hermes.channels.cli.output import (
     fail,
     note,
     out,

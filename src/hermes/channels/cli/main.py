@@ -27,11 +27,11 @@ import os
 import sys
 
 # Importing the command modules registers their commands on ``app``.
-from hermes.channels import (
+from hermes.channels.cli import (
     browse,
     chat,
     init_cmd,
-    jobs_cmd,  # --- sched --- (one line)
+    jobs_cmd,
     mcp_cmd,
     memory_cmd,
     run,
@@ -39,8 +39,8 @@ from hermes.channels import (
     sessions_cmd,
     trace_cmd,
 )
-from hermes.channels.app import app
-from hermes.channels.output import report_error
+from hermes.channels.cli.app import app
+from hermes.channels.cli.output import report_error
 
 __all__ = ["app", "main"]
 

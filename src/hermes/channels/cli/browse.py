@@ -16,7 +16,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from hermes.agent.compose import open_store
-from hermes.channels.app import (
+from hermes.channels.cli.app import (
     JsonFlag,
     loaded_config,
     open_agent,
@@ -24,7 +24,7 @@ from hermes.channels.app import (
     sessions_app,
     tools_app,
 )
-from hermes.channels.output import fail, note, out, write_json
+from hermes.channels.cli.output import fail, note, out, write_json
 from hermes.errors import HermesError, SessionNotFoundError
 from hermes.session.ids import validate_session_id, validate_user_id
 from hermes.session.items import Item, SessionRecord

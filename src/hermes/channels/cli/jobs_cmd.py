@@ -16,8 +16,8 @@ import typer
 from rich.table import Table
 
 from hermes.agent import compose
-from hermes.channels.app import JsonFlag, app, loaded_config, open_agent, run_async, with_agent
-from hermes.channels.output import fail, note, out, report_error, write_json, write_text
+from hermes.channels.cli.app import JsonFlag, app, loaded_config, open_agent, run_async, with_agent
+from hermes.channels.cli.output import fail, note, out, report_error, write_json, write_text
 from hermes.errors import HermesError
 
 if TYPE_CHECKING:

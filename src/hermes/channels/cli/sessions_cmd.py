@@ -15,8 +15,8 @@ from typing import Annotated, Literal
 import typer
 
 from hermes.agent.compose import open_locks
-from hermes.channels.app import JsonFlag, run_async, sessions_app
-from hermes.channels.browse import (
+from hermes.channels.cli.app import JsonFlag, run_async, sessions_app
+from hermes.channels.cli.browse import (
     closing,
     item_json,
     load_items,
@@ -24,7 +24,7 @@ from hermes.channels.browse import (
     open_existing_store,
     session_json,
 )
-from hermes.channels.output import EXIT_USAGE, fail, note, report_error, write_json
+from hermes.channels.cli.output import EXIT_USAGE, fail, note, report_error, write_json
 from hermes.errors import HermesError
 from hermes.session.ids import validate_session_id
 from hermes.session.store import Store

@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, TypeVar
 
 import typer
 
-from hermes.channels.app import JsonFlag, app, loaded_config, run_async
-from hermes.channels.output import fail, note, report_warning, write_json, write_text
+from hermes.channels.cli.app import JsonFlag, app, loaded_config, run_async
+from hermes.channels.cli.output import fail, note, report_warning, write_json, write_text
 from hermes.errors import HermesError, InvalidInputError
 from hermes.memory.open import memory_db_path, memory_dir, open_memory_store, require_memory
 from hermes.memory.records import (

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from hermes.agent.result import RunResult
-from hermes.channels.app import (
+from hermes.channels.cli.app import (
     JsonFlag,
     SessionOption,
     UserOption,
@@ -28,7 +28,7 @@ from hermes.channels.app import (
     run_async,
     with_agent,
 )
-from hermes.channels.output import fail, note, write_json, write_text
+from hermes.channels.cli.output import fail, note, write_json, write_text
 from hermes.errors import HermesError, InvalidInputError
 from hermes.session.ids import validate_session_id, validate_user_id
 

@@ -23,7 +23,7 @@ from rich.text import Text
 from hermes.agent.agent import Agent
 from hermes.agent.events import ModelCallStarted, ToolCallFinished, ToolCallStarted, TurnFinished
 from hermes.agent.result import RunResult
-from hermes.channels.app import (
+from hermes.channels.cli.app import (
     SessionOption,
     UserOption,
     app,
@@ -31,7 +31,7 @@ from hermes.channels.app import (
     open_agent,
     run_async,
 )
-from hermes.channels.output import err, fail, note, out, report_error
+from hermes.channels.cli.output import err, fail, note, out, report_error
 from hermes.errors import HermesError
 from hermes.session.ids import new_session_id, validate_session_id, validate_user_id
 

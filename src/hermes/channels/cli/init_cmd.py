@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from hermes.channels.app import STATE, app
-from hermes.channels.output import fail, note, write_text
+from hermes.channels.cli.app import STATE, app
+from hermes.channels.cli.output import fail, note, write_text
 from hermes.config import EXAMPLE_CONFIG
 from hermes.errors import ConfigError
 

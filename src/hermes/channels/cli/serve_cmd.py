@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 import uvicorn
 
-from hermes.channels.app import app, loaded_config, open_agent
+from hermes.channels.cli.app import app, loaded_config, open_agent
+from hermes.channels.cli.output import fail
 from hermes.channels.http.shutdown import SETTLE_SECONDS, GracefulServer
-from hermes.channels.output import fail
 from hermes.errors import ConfigError, HermesError, InvalidInputError
 
 if TYPE_CHECKING:

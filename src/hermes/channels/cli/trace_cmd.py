@@ -31,9 +31,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from hermes.channels.app import JsonFlag, app, loaded_config, run_async
-from hermes.channels.browse import closing, open_existing_store
-from hermes.channels.output import fail, note, out, write_json
+from hermes.channels.cli.app import JsonFlag, app, loaded_config, run_async
+from hermes.channels.cli.browse import closing, open_existing_store
+from hermes.channels.cli.output import fail, note, out, write_json
 from hermes.errors import HermesError, InvalidIdError, InvalidInputError
 from hermes.session.items import Item
 from hermes.session.store import Store
