@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import sys
 from pathlib import Path
 
 import uvicorn
 
 from hermes import Agent
+from hermes.channels.cli.serve_cmd import bind
 from hermes.channels.http.app import create_app
 from hermes.config.server import ServerConfig
 from hermes.testing import FunctionModel, say
@@ -33,9 +33,7 @@ async def main() -> None:
     args = parser.parse_args()
     agent = Agent(model=FunctionModel(_answer), tools=[], store=args.dir / "hermes.db")
     app = create_app(agent, ServerConfig())
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock = bind("127.0.0.1", 0)  # hermes serve's own listening socket (TCP_NODELAY)
     config = uvicorn.Config(
         app, log_config=None, access_log=False, log_level="warning", backlog=1024
     )

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import json
 import re
-import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from hermes import Agent, tool
+from hermes.channels.cli.serve_cmd import bind
 from hermes.models.base import ModelRequest, ModelResponse
 from hermes.session.items import Item
 from hermes.testing import FunctionModel, call, say
@@ -126,9 +126,7 @@ async def until(predicate: Callable[[], bool], limit_s: float = 10.0) -> None:
 @asynccontextmanager
 async def live_server(app: FastAPI) -> AsyncIterator[str]:
     """``app`` served by uvicorn on 127.0.0.1 (a free port) in this loop; its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock = bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)

