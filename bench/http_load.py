@@ -113,7 +113,11 @@ async def _check_session(client: httpx.AsyncClient, index: int, turns: int) -> l
 
 
 async def load(base: str, sessions: int, turns: int) -> dict[str, object]:
-    limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
+    # The client lets an idle connection go after 2 s, before the server's keep-alive (65 s)
+    # could close it under a request in flight.
+    limits = httpx.Limits(
+        max_connections=sessions, max_keepalive_connections=sessions, keepalive_expiry=2.0
+    )
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
         await _wait_ready(client)
         latencies: list[float] = []
@@ -139,6 +143,31 @@ async def load(base: str, sessions: int, turns: int) -> dict[str, object]:
         "turns_per_s": round(len(latencies) / wall, 1),
         "p50_ms": round(1000 * ordered[len(ordered) // 2], 2) if ordered else None,
         "p99_ms": round(1000 * ordered[int(len(ordered) * 0.99)], 2) if ordered else None,
+    }
+
+
+async def in_process_load(directory: Path, sessions: int, turns: int) -> dict[str, object]:
+    """The same load on one ``Agent`` in process (no HTTP): where the tail comes from."""
+    agent = Agent(model=FunctionModel(lambda r: say("ok")), tools=[], store=directory / "ip.db")
+    latencies: list[float] = []
+
+    async def one(index: int) -> None:
+        for turn in range(turns):
+            started = time.perf_counter()
+            await agent.run(f"s{index} t{turn}", session_id=f"inproc-{index:04d}", user_id="bench")
+            latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(sessions)))
+    wall = time.perf_counter() - started
+    await agent.aclose()
+    ordered = sorted(latencies)
+    return {
+        "turns": len(latencies),
+        "wall_s": round(wall, 2),
+        "turns_per_s": round(len(latencies) / wall, 1),
+        "p50_ms": round(1000 * ordered[len(ordered) // 2], 2),
+        "p99_ms": round(1000 * ordered[int(len(ordered) * 0.99)], 2),
     }
 
 
@@ -185,6 +214,9 @@ def main() -> None:
             result = {
                 "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}",
                 "load": asyncio.run(load(base, args.sessions, args.turns)),
+                "in_process_load": asyncio.run(
+                    in_process_load(directory, args.sessions, args.turns)
+                ),
                 "overhead": asyncio.run(overhead(base, directory, args.rounds, args.batch)),
             }
         finally:

@@ -14,11 +14,10 @@ import json
 import sys
 from pathlib import Path
 
-import uvicorn
-
 from hermes import Agent
 from hermes.channels.cli.serve_cmd import bind
 from hermes.channels.http.app import create_app
+from hermes.channels.http.shutdown import graceful_server
 from hermes.config.server import ServerConfig
 from hermes.testing import FunctionModel, say
 
@@ -34,10 +33,8 @@ async def main() -> None:
     agent = Agent(model=FunctionModel(_answer), tools=[], store=args.dir / "hermes.db")
     app = create_app(agent, ServerConfig())
     sock = bind("127.0.0.1", 0)  # hermes serve's own listening socket (TCP_NODELAY)
-    config = uvicorn.Config(
-        app, log_config=None, access_log=False, log_level="warning", backlog=1024
-    )
-    server = uvicorn.Server(config)
+    # hermes serve's own server class and settings (keep-alive, graceful stop).
+    server = graceful_server(app, log_config=None, access_log=False, log_level="warning")
     print(json.dumps({"port": sock.getsockname()[1]}), flush=True)
     try:
         await server.serve(sockets=[sock])

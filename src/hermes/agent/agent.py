@@ -352,6 +352,15 @@ class Agent:
             rounds=max(1, self._runtime.settings.context_rounds - 1),
         )
 
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete a session and all its items, under the session's claim (the lock its turns
+        take, in this process and across processes), so no running turn is cut off mid-write:
+        a session a turn holds raises ``SessionBusyError`` at once. False when it did not exist.
+        """
+        sid = validate_session_id(session_id)
+        async with self._locks.claim(sid, wait=0.0):
+            return await self.store.delete_session(sid)
+
     @property
     def turn_timeout(self) -> float:
         """Seconds a whole turn may take (and a turn waits at most for its session)."""

@@ -108,6 +108,25 @@ async def test_events_expire_after_keep_seconds() -> None:
     assert [e async for e in log.follow("t-1")] == []
 
 
+def test_turns_expire_in_the_order_they_finished_and_running_ones_stay() -> None:
+    now = [1000.0]
+    log = MemoryTurnEvents(60.0, clock=lambda: now[0])
+    for trace in ("t-a", "t-b", "t-c", "t-d"):
+        assert log.open(trace, "s-1")
+    log.finish("t-c", {})  # finished first, opened third
+    now[0] += 10
+    log.finish("t-a", {})
+    now[0] += 10
+    log.finish("t-d", {})  # t-b keeps running
+    now[0] += 45  # t-c is 65 s old, t-a 55 s, t-d 45 s
+    assert log.expire() == 1
+    assert [log.known(t) for t in ("t-a", "t-b", "t-c", "t-d")] == [True, True, False, True]
+    now[0] += 3600
+    assert log.expire() == 2
+    assert log.known("t-b")  # a running turn never expires
+    assert len(log) == 1
+
+
 async def test_the_log_is_bounded() -> None:
     log = MemoryTurnEvents(3600.0, max_turns=3, max_events=4)
     for n in range(3):

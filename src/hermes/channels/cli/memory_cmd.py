@@ -53,6 +53,7 @@ import typer
 from hermes.channels.cli.app import JsonFlag, app, loaded_config, run_async
 from hermes.channels.cli.output import fail, note, report_warning, write_json, write_text
 from hermes.errors import HermesError, InvalidInputError
+from hermes.memory.manual import SEARCH_MIN_SCORE, detect_sensitive, guess_kind
 from hermes.memory.open import memory_db_path, memory_dir, open_memory_store, require_memory
 from hermes.memory.records import (
     MemoryKind,
@@ -77,10 +78,6 @@ T = TypeVar("T")
 _BUILDING_WORD_LIST: Final = (
     "building the Chinese↔English word list, once (~6 s) / 正在生成中英词表（仅一次，约 6 秒）"
 )
-#: Lowest score ``search`` shows. Recall's thresholds (0.45 blended, 0.4 keyword-only) keep
-#: noise out of a prompt; a person reading a ranked list can take weaker matches, each shown
-#: with its score — but not hits that share nothing but a common word.
-SEARCH_MIN_SCORE: Final = 0.2
 #: Search queries are cut here (as the store does): more text adds no search terms.
 _MAX_QUERY_CHARS: Final = 4000
 _EXPORT_VERSION: Final = 1
@@ -128,8 +125,8 @@ def memory_add(
     try:
         user_id = _user_id(user)
         content = validate_content(text)
-        chosen: MemoryKind = validate_kind(kind) if kind is not None else _guess_kind(content)
-        detected = _detect_sensitive(content)
+        chosen: MemoryKind = validate_kind(kind) if kind is not None else guess_kind(content)
+        detected = detect_sensitive(content)
         labels = validate_topic(topic) or (detected if sensitive is not False else None)
         loaded = _configured(log=True)
         if memory_db_path(loaded) is None:
@@ -457,20 +454,6 @@ async def _using(memory: Memory, fn: Callable[[Memory], Awaitable[T]]) -> T:
         return await fn(memory)
     finally:
         await memory.aclose()
-
-
-def _guess_kind(content: str) -> MemoryKind:
-    """The kind the offline extraction rules read in ``content`` ("I prefer…" → preference)."""
-    from hermes.memory.extract import extract_candidates
-
-    found = extract_candidates(content, threshold=0.0)
-    return found[0].kind if found else "fact"
-
-
-def _detect_sensitive(content: str) -> str | None:
-    from hermes.memory.extract import detect_sensitive
-
-    return detect_sensitive(content)
 
 
 def _one_line(text: str) -> str:

@@ -30,7 +30,7 @@ import uvicorn
 
 from hermes.channels.cli.app import app, loaded_config, open_agent
 from hermes.channels.cli.output import fail
-from hermes.channels.http.shutdown import SETTLE_SECONDS, GracefulServer
+from hermes.channels.http.shutdown import KEEP_ALIVE_SECONDS, SETTLE_SECONDS, GracefulServer
 from hermes.errors import ConfigError, HermesError, InvalidInputError
 
 if TYPE_CHECKING:
@@ -175,6 +175,7 @@ async def _serve(loaded: LoadedConfig, sock: socket.socket, host: str) -> list[i
             # checkpointed; open streams end with their reply: all within the 20 s of
             # DESIGN.md "More CLI".
             timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_seconds + SETTLE_SECONDS),
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
         )
         server = _Server(config, api.state.hermes)
         shown = f"[{host}]" if ":" in host else host

@@ -57,9 +57,9 @@ def key_id_of(header: str, keys: tuple[ApiKeyConfig, ...]) -> str | None:
     return found
 
 
-def authenticate(request: Request, svc: Annotated[Service, Depends(service)]) -> Caller:
-    """The caller of ``request`` (a FastAPI dependency); 401 without a valid key once keys
-    exist."""
+async def authenticate(request: Request, svc: Annotated[Service, Depends(service)]) -> Caller:
+    """The caller of ``request`` (a FastAPI dependency; ``async`` to stay off the thread
+    pool); 401 without a valid key once keys exist."""
     keys = svc.settings.api_keys
     if not keys:
         return Caller(user_id=None)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -28,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hermes.channels.http.auth import CallerDep, acting_user
 from hermes.channels.http.errors import ApiError
 from hermes.channels.http.idempotency import KEY_HEADER, idempotent
+from hermes.channels.http.middleware import TRACE_HEADER, incoming_trace_id
 from hermes.channels.http.state import Service, service
 from hermes.channels.http.turn_task import TurnTask, intake_of, open_trace, start_turn
 from hermes.channels.http.turns import event_stream, turn_events
@@ -36,12 +36,6 @@ from hermes.messages import Message
 from hermes.session.ids import new_session_id, validate_session_id
 
 router = APIRouter()
-
-TRACE_HEADER = "X-Hermes-Trace-Id"
-#: W3C trace context: version-traceid-parentid-flags; the trace id is ours when not all zero.
-_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
-#: An ``X-Request-Id`` taken as the trace id: what is safe in a log line, a header and a URL.
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$")
 
 
 class ChatRequest(BaseModel):
@@ -70,11 +64,7 @@ def incoming_trace(request: Request) -> str | None:
     found = getattr(request.state, "trace_id", None)
     if isinstance(found, str) and found:
         return found
-    parent = _TRACEPARENT.match(request.headers.get("traceparent", "").strip().lower())
-    if parent is not None and parent.group(1) != "0" * 32:
-        return parent.group(1)
-    request_id = request.headers.get("x-request-id", "").strip()
-    return request_id if _REQUEST_ID.match(request_id) else None
+    return incoming_trace_id(request.headers)
 
 
 _ERROR: dict[str, object] = {"description": '`{"error": {"type", "message"}}`'}

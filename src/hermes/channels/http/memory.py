@@ -23,13 +23,13 @@ from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict
 
 from hermes.agent.compose import open_plan_runs
-from hermes.channels.cli.memory_cmd import SEARCH_MIN_SCORE, _detect_sensitive, _guess_kind
 from hermes.channels.http.auth import CallerDep, acting_user
 from hermes.channels.http.errors import ApiError
 from hermes.channels.http.idempotency import request_keys  # idemkey
 from hermes.channels.http.sessions import cancel_running, delete_claimed
 from hermes.channels.http.state import Service, service
 from hermes.memory.facade import Memory
+from hermes.memory.manual import SEARCH_MIN_SCORE, detect_sensitive, guess_kind
 from hermes.memory.records import (
     MemoryHit,
     MemoryRecord,
@@ -105,9 +105,9 @@ async def remember(
     memory = _memory(svc)
     content = validate_content(body.content)
     # As ``hermes memory add`` does without options: the kind and sensitivity read from it.
-    topic = _detect_sensitive(content)
+    topic = detect_sensitive(content)
     record, created = await memory.remember(
-        user, content, kind=_guess_kind(content), sensitive=topic is not None, topic=topic
+        user, content, kind=guess_kind(content), sensitive=topic is not None, topic=topic
     )
     return {**record_json(record), "created": created}
 

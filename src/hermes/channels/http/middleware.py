@@ -34,16 +34,19 @@ _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$")
 
 
-def trace_id_of(headers: Headers) -> str:
-    """The request's trace id: ``traceparent``'s (W3C), else a valid ``X-Request-Id`` (8–128 of
-    ``[A-Za-z0-9._:-]``), else a new one (32 hex digits)."""
+def incoming_trace_id(headers: Headers) -> str | None:
+    """The trace id a request brings: ``traceparent``'s (W3C), else a valid ``X-Request-Id``
+    (8–128 of ``[A-Za-z0-9._:-]``), else None."""
     match = _TRACEPARENT.match(headers.get("traceparent", "").strip().lower())
     if match and match.group(1) != "0" * 32:
         return match.group(1)
     request_id = headers.get("x-request-id", "").strip()
-    if _REQUEST_ID.match(request_id):
-        return request_id
-    return uuid.uuid4().hex
+    return request_id if _REQUEST_ID.match(request_id) else None
+
+
+def trace_id_of(headers: Headers) -> str:
+    """The request's trace id (:func:`incoming_trace_id`), else a new one (32 hex digits)."""
+    return incoming_trace_id(headers) or uuid.uuid4().hex
 
 
 async def send_error(send: Send, status: int, type_: str, message: str, **headers: str) -> None:

@@ -219,9 +219,7 @@ async def delete_claimed(svc: Service, session_id: str) -> bool:
     off mid-write: 409 ``session_busy`` instead."""
     if svc.running.of(session_id):
         raise busy_error(session_id, 0.0)
-    # The agent's own claims: the same locks its turns take (in process and across them).
-    async with svc.agent._locks.claim(session_id, wait=0.0):
-        return await svc.agent.store.delete_session(session_id)
+    return await svc.agent.delete_session(session_id)
 
 
 @router.post("/v1/sessions/{session_id}/cancel")

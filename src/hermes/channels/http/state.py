@@ -70,7 +70,10 @@ class Service:
     parts: dict[str, Any] = field(default_factory=dict)
 
 
-def service(request: Request) -> Service:
-    """The ``Service`` of the application serving ``request`` (a FastAPI dependency)."""
+async def service(request: Request) -> Service:
+    """The ``Service`` of the application serving ``request`` (a FastAPI dependency).
+
+    ``async`` although it never waits, as every dependency here: FastAPI runs a plain ``def``
+    dependency in its thread pool, a thread hop per request for a dictionary lookup."""
     found: Service = request.app.state.hermes
     return found

@@ -161,10 +161,16 @@ class MemoryTurnEvents:
     def expire(self) -> int:
         """Drop the finished turns older than ``keep_seconds``; how many."""
         cutoff = self._clock() - self.keep_seconds
-        old = [
-            t for t, turn in self._turns.items()
-            if turn.finished_at is not None and turn.finished_at <= cutoff
-        ]  # fmt: skip
+        old: list[str] = []
+        # Finished turns stand in the order they finished (``finish`` moves each to the end),
+        # between the running ones: the scan stops at the first one still kept, so a call
+        # costs what it drops, not the whole log (run at every turn's start).
+        for trace_id, turn in self._turns.items():
+            if turn.finished_at is None:
+                continue
+            if turn.finished_at > cutoff:
+                break
+            old.append(trace_id)
         for trace_id in old:
             del self._turns[trace_id]
         return len(old)
