@@ -26,8 +26,9 @@ webhooks:
       handler:
         prompt: >-
           监控告警（级别 {{meta.level}}，来源 {{meta.source}}）：{{content}}
-          处理步骤：先用 query_slow_queries 查出当前的慢查询；再用 kill_query 终止运行时间最长的那一个
-          （只终止一个）；最后用 post_message 把处理结果发到值班群 oncall。
+          处理步骤：先用 query_slow_queries 查出当前的慢查询；
+          再用 kill_query 终止运行时间最长的那一个（只终止一个）；
+          最后用 post_message 把处理结果发到值班群 oncall。
 """
 SLOW_QUERIES = [
     {"id": 4121, "seconds": 38, "sql": "SELECT * FROM orders WHERE status = 'paid'"},
@@ -103,12 +104,14 @@ async def _deliver(client, payload: bytes):
 async def test_the_alert_is_handled_once_under_a_storm_of_duplicate_deliveries(tmp_path):
     ops = Ops()
     payload = raw(ALERT)
-    async with serve_events(tmp_path, CONFIG, model=operator, tools=ops.tools) as served:
-        async with served.client() as client:
-            storm = await asyncio.gather(*(_deliver(client, payload) for _ in range(30)))
-            done = await served.settled("db-alerts", "alert-001")
-            later = [await _deliver(client, payload) for _ in range(10)]  # the sender retries
-            items = await served.items("ops-db-alerts")
+    async with (
+        serve_events(tmp_path, CONFIG, model=operator, tools=ops.tools) as served,
+        served.client() as client,
+    ):
+        storm = await asyncio.gather(*(_deliver(client, payload) for _ in range(30)))
+        done = await served.settled("db-alerts", "alert-001")
+        later = [await _deliver(client, payload) for _ in range(10)]  # the sender retries
+        items = await served.items("ops-db-alerts")
     answers = [a.json() for a in storm + later]
     assert [a["status"] for a in answers].count("accepted") == 1
     assert {a["trace_id"] for a in answers} == {done.trace_id}
@@ -131,14 +134,16 @@ async def test_the_alert_is_handled_once_under_a_storm_of_duplicate_deliveries(t
 async def test_an_unsigned_storm_runs_nothing(tmp_path):
     ops = Ops()
     payload = raw(ALERT)
-    async with serve_events(tmp_path, CONFIG, model=operator, tools=ops.tools) as served:
-        async with served.client() as client:
-            answers = await asyncio.gather(
-                *(
-                    client.post("/v1/events/db-alerts", content=payload,
-                                headers={"Content-Type": "application/json"})
-                    for _ in range(10)
-                )
-            )  # fmt: skip
+    async with (
+        serve_events(tmp_path, CONFIG, model=operator, tools=ops.tools) as served,
+        served.client() as client,
+    ):
+        answers = await asyncio.gather(
+            *(
+                client.post("/v1/events/db-alerts", content=payload,
+                            headers={"Content-Type": "application/json"})
+                for _ in range(10)
+            )
+        )  # fmt: skip
     assert {a.status_code for a in answers} == {401}
     assert ops.calls == {}

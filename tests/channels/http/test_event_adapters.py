@@ -45,7 +45,7 @@ async def test_an_alertmanager_notification_is_one_event_and_its_repeat_a_duplic
     assert repeat.json() == {**first.json(), "status": "duplicate"}
     assert resolution.json()["status"] == "accepted"
     assert resolution.json()["msg_id"] != first.json()["msg_id"]
-    firing = [i.content for i in items if i.role == "user"][0]
+    firing = next(i.content for i in items if i.role == "user")
     assert firing.splitlines() == [
         "Alertmanager [FIRING:1]",
         "- ProbeFailure (firing) [instance=https://server.example.org job=http_checks "
@@ -53,7 +53,8 @@ async def test_an_alertmanager_notification_is_one_event_and_its_repeat_a_duplic
         " — Instance https://server.example.org has been down for over 5m. Job: http_checks"
         " (since 2023-02-06T13:08:45.828Z)",
     ]
-    assert delivery is not None and delivery.status == "done"
+    assert delivery is not None
+    assert delivery.status == "done"
 
 
 async def test_a_grafana_notification_lists_its_alerts(tmp_path):

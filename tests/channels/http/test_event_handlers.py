@@ -27,11 +27,13 @@ webhooks:
 
 async def test_an_intent_handler_runs_that_intent_with_the_events_content(tmp_path):
     brain = RuleBrain()
-    async with serve_events(tmp_path, INTENT, model=brain, tools=["calculator"]) as served:
-        async with served.client() as client:
-            answer = await client.post("/v1/events/calc", json=body("calc-1", "(25+17)*3"))
-            await served.settled("calc", "calc-1")
-            items = await served.items("ops-calc")
+    async with (
+        serve_events(tmp_path, INTENT, model=brain, tools=["calculator"]) as served,
+        served.client() as client,
+    ):
+        answer = await client.post("/v1/events/calc", json=body("calc-1", "(25+17)*3"))
+        await served.settled("calc", "calc-1")
+        items = await served.items("ops-calc")
     assert answer.json()["status"] == "accepted"
     texts = [i.content for i in items if i.kind == "text"]
     assert texts == ["(25+17)*3", "(25+17)*3 = 126"]

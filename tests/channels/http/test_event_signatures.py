@@ -71,7 +71,7 @@ async def test_a_missing_wrong_or_stale_signature_is_401_and_not_seen(tmp_path, 
 async def test_a_body_changed_after_signing_is_refused(tmp_path):
     content = raw(body("sig-tampered"))
     headers = signed(content)
-    tampered = content.replace("80%".encode(), "10%".encode())
+    tampered = content.replace(b"80%", b"10%")
     async with serve_events(tmp_path, CONFIG) as served, served.client() as client:
         answer = await client.post("/v1/events/db-alerts", content=tampered, headers=headers)
     assert answer.status_code == 401
