@@ -191,12 +191,15 @@ async def test_twenty_concurrent_deliveries_of_one_id_run_the_handling_once(tmp_
         )
         await served.settled("db-alerts", "alert-storm")
         items = await served.items("ops-db-alerts")
+        metrics = (await client.get("/metrics")).text
     assert [a.status_code for a in answers] == [202] * 20
     statuses = sorted(a.json()["status"] for a in answers)
     assert statuses == ["accepted"] + ["duplicate"] * 19
     assert len({a.json()["trace_id"] for a in answers}) == 1
     assert len(turns) == 1
     assert [i.role for i in items if i.kind == "text"] == ["user", "assistant"]
+    assert 'hermes_webhook_events_total{outcome="duplicate",route="db-alerts"} 19.0' in metrics
+    assert 'hermes_webhook_processed_total{route="db-alerts",status="done"} 1.0' in metrics
 
 
 async def test_with_api_keys_an_unsigned_route_needs_a_key(tmp_path):
