@@ -171,6 +171,13 @@ class Metrics:
         self.recall_hits = Counter(
             "hermes_memory_recall_hits", "Memories recalled into turns.", registry=r
         )
+        self._add_event_and_job_metrics(r)
+        self.info = Gauge("hermes_up", "1 while the service runs.", registry=r)
+        self.info.set(1)
+        r.register(_LiveCollector(self))
+        self._open_turns: OrderedDict[str, float] = OrderedDict()
+
+    def _add_event_and_job_metrics(self, r: CollectorRegistry) -> None:
         # Inbound events (channels/http/events.py): every delivery's answer, then each
         # processed event's outcome; routes are configured names (bounded).
         self.webhook_events = Counter(
@@ -192,10 +199,6 @@ class Metrics:
             ["job", "status"],
             registry=r,
         )
-        self.info = Gauge("hermes_up", "1 while the service runs.", registry=r)
-        self.info.set(1)
-        r.register(_LiveCollector(self))
-        self._open_turns: OrderedDict[str, float] = OrderedDict()
 
     def tool_names(self) -> frozenset[str]:
         """The tool names a label may carry now."""

@@ -13,7 +13,10 @@ JOBS = """\
 scheduler:
   timezone: Asia/Shanghai
   jobs:
-    - {name: daily-report, cron: "0 9 * * *", message: 生成昨日核心指标报告, session_id: ops-daily-report}
+    - name: daily-report
+      cron: "0 9 * * *"
+      message: 生成昨日核心指标报告
+      session_id: ops-daily-report
 """
 
 
@@ -39,7 +42,7 @@ async def test_running_a_job_is_202_with_its_ids_and_shows_in_the_list(tmp_path)
         started = answer.json()
         assert set(started) == {"run_id", "trace_id"}
         async with asyncio.timeout(15):
-            while (await client.get("/v1/jobs")).json()[0]["last_run"] is None:
+            while (await client.get("/v1/jobs")).json()[0]["last_run"] is None:  # noqa: ASYNC110 - polling the API is the test
                 await asyncio.sleep(0.05)
         [entry] = (await client.get("/v1/jobs")).json()
         items = await served.items("ops-daily-report")
@@ -81,13 +84,15 @@ server:
     - {key: root-key-0123456789abcdef, user: root, roles: [admin]}
 """
     model = lambda request: say("报告已生成")  # noqa: E731
-    async with serve_events(tmp_path, JOBS + keys, model=model) as served:
-        async with served.client() as client:
-            plain = {"Authorization": "Bearer ops-key-0123456789abcdef"}
-            admin = {"Authorization": "Bearer root-key-0123456789abcdef"}
-            anonymous = await client.get("/v1/jobs")
-            listed = await client.get("/v1/jobs", headers=plain)
-            refused = await client.post("/v1/jobs/daily-report/run", headers=plain)
-            ran = await client.post("/v1/jobs/daily-report/run", headers=admin)
+    async with (
+        serve_events(tmp_path, JOBS + keys, model=model) as served,
+        served.client() as client,
+    ):
+        plain = {"Authorization": "Bearer ops-key-0123456789abcdef"}
+        admin = {"Authorization": "Bearer root-key-0123456789abcdef"}
+        anonymous = await client.get("/v1/jobs")
+        listed = await client.get("/v1/jobs", headers=plain)
+        refused = await client.post("/v1/jobs/daily-report/run", headers=plain)
+        ran = await client.post("/v1/jobs/daily-report/run", headers=admin)
     assert (anonymous.status_code, listed.status_code) == (401, 200)
     assert (refused.status_code, ran.status_code) == (403, 202)
