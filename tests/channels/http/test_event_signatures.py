@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from hermes.channels.http.signatures import github_signature, sign
+from hermes.channels.http.errors import ApiError
+from hermes.channels.http.signatures import check_signature, github_signature, sign
 from tests.channels.http.events_support import SECRET, body, raw, serve_events, signed
 
 CONFIG = f"""\
@@ -34,6 +35,20 @@ def test_githubs_own_test_vector_verifies():
     assert github_signature("It's a Secret to Everybody", b"Hello, World!") == expected
 
 
+@pytest.mark.parametrize(("offset", "ok"), [(-300, True), (300, True), (-301, False), (301, False)])
+def test_the_timestamp_may_be_300_seconds_off_either_way(offset, ok):
+    now = 1_700_000_000
+    content = b'{"msg_id": "x"}'
+    stamp = str(now + offset)
+    headers = {"X-Hermes-Timestamp": stamp, "X-Hermes-Signature": sign(SECRET, stamp, content)}
+    if ok:
+        check_signature(SECRET, headers, content, clock=lambda: now)
+    else:
+        with pytest.raises(ApiError) as refused:
+            check_signature(SECRET, headers, content, clock=lambda: now)
+        assert refused.value.status == 401
+
+
 async def test_a_correctly_signed_delivery_is_accepted(tmp_path):
     content = raw(body("sig-ok"))
     async with serve_events(tmp_path, CONFIG) as served, served.client() as client:
@@ -47,8 +62,8 @@ async def test_a_correctly_signed_delivery_is_accepted(tmp_path):
     [
         ("missing", {"Content-Type": "application/json"}),
         ("wrong secret", "wrong"),
-        ("stale", -301),
-        ("from the future", 301),
+        ("stale", -400),
+        ("from the future", 400),
         ("not a number", {"X-Hermes-Timestamp": "soon", "X-Hermes-Signature": "sha256=00"}),
     ],
 )
