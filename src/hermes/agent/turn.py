@@ -53,7 +53,7 @@ from hermes.agent.tools_step import (
 from hermes.agent.turn_state import Ending, Runtime, TurnSettings, TurnState
 from hermes.errors import ClaimLostError, ModelError
 from hermes.messages import Message
-from hermes.models.base import ModelRequest, ModelResponse, ToolCall, ToolSpec
+from hermes.models.base import ModelRequest, ModelResponse, ToolCall, ToolSpec, TurnDirective
 from hermes.models.conversation import with_notes
 from hermes.observe import get_logger
 from hermes.session.context import build_messages, fit_messages
@@ -109,6 +109,7 @@ async def run_turn(
         record.state,
         emit,
         claim,
+        directive=TurnDirective.from_meta(message.meta),
     )
     if approval_id is not None:
         check_requested(turn, approval_id)
@@ -355,6 +356,8 @@ async def _context(
     notes = [remembered] if remembered is not None else []
     if correction is not None:  # the person corrected a proposal (seed 004 §4.3)
         notes.append({"role": "system", "content": correction_note(correction)})
+    if turn.directive is not None and turn.directive.prompt:  # an event route's handler
+        notes.append({"role": "system", "content": turn.directive.prompt})
     # One system message at the start, the notes last in it: strict chat templates refuse a
     # system message anywhere else (hermes.models.conversation).
     built.messages = with_notes(built.messages, [note["content"] for note in notes])
@@ -449,6 +452,7 @@ async def _call_model(
         trace_id=turn.trace_id,
         scratch=turn.state.scratch,
         on_text=lambda delta: emit(TextDelta(delta)),
+        directive=turn.directive,
     )
     emit(ModelCallStarted(iteration, rt.model.name))
     started = time.perf_counter()

@@ -12,7 +12,7 @@ from hermes.agent.approvals import PendingApproval
 from hermes.agent.events import AgentEvent
 from hermes.agent.result import ToolCallRecord, TurnOutcome
 from hermes.agent.turn_memory import NO_MEMORY, NO_TURN_MEMORY, MemoryHook, TurnMemory
-from hermes.models.base import Model, ToolSpec
+from hermes.models.base import Model, ToolSpec, TurnDirective
 from hermes.models.brain import RuleBrain
 from hermes.session.fsm import ConversationState, StateMachineSpec
 from hermes.session.items import Item, SessionState
@@ -146,6 +146,8 @@ class TurnState:
     #: Items that go with the turn's next write, before its own (the history summary folded
     #: for this turn's context: derived data, folded again if the turn dies first).
     unsaved: list[Item] = field(default_factory=list)
+    #: How the message's channel asked this turn to be handled (an event route's handler).
+    directive: TurnDirective | None = None
 
     def snapshot(self) -> SessionState:
         """A copy of the state to store (the scratch dict keeps changing during the turn)."""

@@ -158,4 +158,16 @@ scheduler:
   deliver_attempts: 4       # POST attempts per delivery (retried with backoff on 5xx/429/network)
   deliver_timeout: 10       # seconds per attempt
 # --- end sched ---
+
+# --- events ---
+# Inbound events: POST /v1/events and /v1/events/ROUTE (docs/webhooks.md), deduplicated by msg_id.
+# 入站事件（Webhook）：按 msg_id 持久去重；配置 secret 后必须带签名。
+webhooks:
+  secret: null              # HMAC-SHA256 key of X-Hermes-Signature (${HERMES_WEBHOOK_SECRET})
+  dedupe_hours: 72          # a delivered msg_id is remembered this long (senders retry for days)
+  signature_tolerance_seconds: 300  # X-Hermes-Timestamp may be this far off, either way
+  routes: {}                # e.g. {db-alerts: {session_id: ops-db-alerts, user_id: ops,
+                            #   handler: {prompt: "告警：{content}。处理并通知值班群"},
+                            #   secret: null}}   (or handler: {intent: NAME} of the rule brain)
+# --- end events ---
 """

@@ -26,6 +26,7 @@ from hermes.config.mcp import ServerConfig, parse_mcp_servers
 from hermes.config.scheduler import SchedulerConfig  # --- sched --- (one line)
 from hermes.config.server import ServerConfig as HttpServerConfig
 from hermes.config.urls import http_url
+from hermes.config.webhooks import WebhooksConfig  # --- events --- (one line)
 from hermes.errors import InvalidIdError
 from hermes.session.ids import validate_user_id
 
@@ -395,6 +396,7 @@ class MemoryConfig(_Section):
 _SECTIONS = (
     "agent", "store", "logging", "brain", "tools", "rbac", "mcp_serve", "memory", "server",
     "scheduler",  # --- sched --- (one line)
+    "webhooks",  # --- events --- (one line)
 )  # fmt: skip
 
 
@@ -419,6 +421,9 @@ class HermesConfig(_Section):
     # --- sched: cron jobs (``hermes.config.scheduler``) ---
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     # --- end sched ---
+    # --- events: inbound webhooks (``hermes.config.webhooks``) ---
+    webhooks: WebhooksConfig = Field(default_factory=WebhooksConfig)
+    # --- end events ---
 
     @field_validator("mcp_servers", mode="before")
     @classmethod

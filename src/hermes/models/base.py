@@ -6,7 +6,7 @@ implements :class:`Model`. Messages are OpenAI chat-format dicts, the lingua fra
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -53,6 +53,35 @@ class Usage:
     output_tokens: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class TurnDirective:
+    """How a channel asks the turn of one message to be handled (``webhooks.routes`` handlers,
+    seed 002 §3.3): ``intent`` names an intent of the offline rule brain to run with the
+    message's text (other models do not read it); ``prompt`` is an instruction the loop adds to
+    the system message of that turn only. It travels as JSON in ``Message.meta["directive"]``.
+    """
+
+    intent: str | None = None
+    prompt: str | None = None
+
+    @classmethod
+    def from_meta(cls, meta: Mapping[str, Any]) -> TurnDirective | None:
+        """The directive of a message's ``meta`` (``None`` when it has none)."""
+        found = meta.get("directive")
+        if not isinstance(found, Mapping):
+            return None
+        intent, prompt = found.get("intent"), found.get("prompt")
+        directive = cls(
+            intent if isinstance(intent, str) and intent else None,
+            prompt if isinstance(prompt, str) and prompt else None,
+        )
+        return directive if directive.intent or directive.prompt else None
+
+    def to_meta(self) -> dict[str, str]:
+        """The JSON of ``Message.meta["directive"]``."""
+        return {k: v for k, v in (("intent", self.intent), ("prompt", self.prompt)) if v}
+
+
 @dataclass(slots=True)
 class ModelRequest:
     """Everything a model needs for one step of a turn.
@@ -69,6 +98,8 @@ class ModelRequest:
     trace_id: str = ""
     scratch: dict[str, Any] = field(default_factory=dict)
     on_text: Callable[[str], None] | None = None
+    #: How the channel asked this turn to be handled (``None``: as any message).
+    directive: TurnDirective | None = None
 
 
 @dataclass(slots=True)

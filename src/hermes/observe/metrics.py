@@ -10,7 +10,9 @@ measured, all named ``hermes_…``:
 - tools: calls by name / outcome and durations — all fed from the agent's events through
   :meth:`Metrics.observe`, a ``Service.observers`` callback;
 - read at scrape time: the tools' circuit-breaker states, the turns and sessions running now;
-- memory recall: recalls and recalled items (:meth:`Metrics.recalled`, a ``Memory`` listener).
+- memory recall: recalls and recalled items (:meth:`Metrics.recalled`, a ``Memory`` listener);
+- inbound events: deliveries by answer (duplicates counted) and processed outcomes;
+  scheduled jobs: runs by status, misses and skips included (:meth:`Metrics.job_run`).
 
 Label values are bounded: routes are templates (an unmatched path is ``<unmatched>``), tool
 names are the registered tools' (anything else is ``<unknown>``), error types are short
@@ -169,10 +171,34 @@ class Metrics:
         self.recall_hits = Counter(
             "hermes_memory_recall_hits", "Memories recalled into turns.", registry=r
         )
+        self._add_event_and_job_metrics(r)
         self.info = Gauge("hermes_up", "1 while the service runs.", registry=r)
         self.info.set(1)
         r.register(_LiveCollector(self))
         self._open_turns: OrderedDict[str, float] = OrderedDict()
+
+    def _add_event_and_job_metrics(self, r: CollectorRegistry) -> None:
+        # Inbound events (channels/http/events.py): every delivery's answer, then each
+        # processed event's outcome; routes are configured names (bounded).
+        self.webhook_events = Counter(
+            "hermes_webhook_events",
+            "Event deliveries by route and answer (accepted|duplicate|conflict).",
+            ["route", "outcome"],
+            registry=r,
+        )
+        self.webhook_processed = Counter(
+            "hermes_webhook_processed",
+            "Accepted events whose turn ended, by route and outcome (done|failed).",
+            ["route", "status"],
+            registry=r,
+        )
+        # Scheduled jobs (hermes.scheduler): runs by job and status, missed and skipped too.
+        self.job_runs = Counter(
+            "hermes_job_runs",
+            "Job runs by job and status (succeeded|failed|missed|skipped).",
+            ["job", "status"],
+            registry=r,
+        )
 
     def tool_names(self) -> frozenset[str]:
         """The tool names a label may carry now."""
@@ -209,6 +235,10 @@ class Metrics:
                 count = usage.get(key)
                 if isinstance(count, int) and count > 0:
                     self.model_tokens.labels(model, label).inc(count)
+
+    def job_run(self, job: str, status: str) -> None:
+        """A scheduler listener: one run of ``job`` ended (or was recorded) as ``status``."""
+        self.job_runs.labels(job, status if _ERROR_TYPE.fullmatch(status) else "error").inc()
 
     def recalled(self, hits: int) -> None:
         """A memory recall listener: one recall that brought ``hits`` memories."""

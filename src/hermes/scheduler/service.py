@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -178,6 +178,9 @@ class Scheduler:
         self._running: set[asyncio.Task[RunReport | None]] = set()
         self._started = False
         self._closed = False
+        #: Called with ``(job, status)`` whenever a run ends or a due time is recorded missed or
+        #: skipped (metrics); a listener must not raise or block.
+        self.listeners: list[Callable[[str, str], None]] = []
 
     @property
     def jobs(self) -> list[Job]:
@@ -336,6 +339,7 @@ class Scheduler:
         for due in late:
             run = await self.runs.record_missed(job.name, due)
             if run.status == "missed":
+                self._tell(job.name, "missed")
                 logger.warning(
                     "job_missed", job=job.name, due_at=job.schedule.iso(due),
                     misfire=job.misfire,
@@ -354,12 +358,20 @@ class Scheduler:
             case "taken":
                 logger.debug("job_taken", job=job.name, due_at=job.schedule.iso(due))
             case "skipped":
+                self._tell(job.name, "skipped")
                 logger.warning(
                     "job_skipped", job=job.name, due_at=job.schedule.iso(due),
                     running=claim.run.skipped_for, trace_id=claim.run.trace_id,
                 )  # fmt: skip
 
     # -- one run ---------------------------------------------------------------------------------
+
+    def _tell(self, job: str, status: str) -> None:
+        for listener in self.listeners:
+            try:
+                listener(job, status)
+            except Exception:  # a listener's bug must not break a run
+                logger.exception("scheduler_listener_failed")
 
     def _spawn(self, work: Any) -> asyncio.Task[RunReport | None]:
         task: asyncio.Task[RunReport | None] = asyncio.create_task(work)
@@ -381,6 +393,7 @@ class Scheduler:
             with contextlib.suppress(LeaseLostError):
                 await self.runs.finish(run.run_id, run.token, status="failed", error=_INTERRUPTED)
             log.warning("job_run_interrupted")
+            self._tell(job.name, "failed")
             raise
         except Exception as exc:  # noqa: BLE001 - a bug must still end the run, recorded
             outcome = Outcome(None, f"internal error: {type(exc).__name__}: {exc}")
@@ -391,6 +404,7 @@ class Scheduler:
         if finished is None:
             return None
         log.info("job_run_finished", status=finished.status, error=finished.error)
+        self._tell(job.name, finished.status)
         report = RunReport(job, finished, outcome.reply, self._grace)
         if job.deliver_to is not None:
             report = await self._deliver(report, job.deliver_to)

@@ -140,6 +140,8 @@ class RuleBrain:
     def _handle_text(self, text: str, request: ModelRequest, lang: Lang) -> ModelResponse:
         scratch = request.scratch
         plan = _Plan(request, lang)
+        if request.directive is not None and request.directive.intent is not None:
+            return self._directed(plan, request.directive.intent, text)
         matched = self._match(text[:MAX_MATCH_TEXT], plan.offered)
         pending = _pending(scratch)
         carried: Mapping[str, Any] | None = None
@@ -161,6 +163,30 @@ class RuleBrain:
         if plan.place is None and any(name != "?" for name in plan.intents):
             scratch.pop("last_place", None)  # "纽约呢？" now follows something else
         if not plan.parts or (len(segments) <= 1 and plan.intents == ["?"]):
+            return self._fallback(plan, text)
+        return self._respond(plan)
+
+    def _directed(self, plan: _Plan, name: str, text: str) -> ModelResponse:
+        """The whole message handled by intent ``name``, whatever its patterns say (an event
+        route's ``handler: {intent: NAME}``, seed 002 §3.3); an unknown name is said."""
+        plan.request.scratch.pop("pending", None)
+        intent = self._by_name.get(name)
+        if intent is None:
+            return _text(phrases.UNKNOWN_INTENT[plan.lang].format(intent=name), plan)
+        match = intent.match(text[:MAX_MATCH_TEXT])
+        if intent.calculates:
+            arithmetic = text if match is None else _arithmetic_part(intent, text, match)
+            self._plan_calculation(plan, intent, arithmetic, {}, answering=False)
+        else:
+            values: dict[str, Any] = {}
+            # Without a pattern match the whole text is the slots' input, as an answer is.
+            given = SlotInput(text, match, plan.request.scratch.get("last_result"), match is None)
+            for slot in intent.slots:
+                value = slot.extract(given)
+                if value is not None:
+                    values[slot.name] = value
+            self._proceed(plan, intent, values)
+        if not plan.parts:
             return self._fallback(plan, text)
         return self._respond(plan)
 

@@ -137,6 +137,15 @@ WHOLE_ALONE: dict[Lang, str] = {
     "en": 'Please send "{text}" as a message of its own: I use a command or a note exactly as '
     "written, so I don't mix it with other requests.",
 }
+UNKNOWN_INTENT: dict[Lang, str] = {
+    "zh": (
+        "没有名为「{intent}」的意图，无法处理这条消息；请检查 webhooks.routes 中的 handler.intent。"
+    ),
+    "en": (
+        "There is no intent named {intent!r}, so this message was not handled; check "
+        "handler.intent in webhooks.routes."
+    ),
+}
 NOTHING_TO_CANCEL: dict[Lang, str] = {
     "zh": "好的。现在没有进行中的提问，不需要取消。",
     "en": "OK. There is no open question to cancel.",
