@@ -4,17 +4,24 @@ system message of that turn only — the session stores the content verbatim eit
 
 from __future__ import annotations
 
+import subprocess
+
+import pytest
+
+from hermes.channels.http import event_handlers
+from hermes.errors import ConfigError
 from hermes.models.base import ModelRequest, ModelResponse
 from hermes.models.brain import RuleBrain
 from hermes.testing import say
 from tests.channels.http.events_support import body, serve_events
+from tests.channels.http.serve_fixtures import run_serve, write_config
 
-INTENT = """\
+CALC = """\
 webhooks:
   routes:
     calc: {session_id: ops-calc, handler: {intent: calculate}}
-    typo: {session_id: ops-typo, handler: {intent: no-such-intent}}
 """
+INTENT = CALC + "    typo: {session_id: ops-typo, handler: {intent: no-such-intent}}\n"
 PROMPT = """\
 webhooks:
   routes:
@@ -28,7 +35,7 @@ webhooks:
 async def test_an_intent_handler_runs_that_intent_with_the_events_content(tmp_path):
     brain = RuleBrain()
     async with (
-        serve_events(tmp_path, INTENT, model=brain, tools=["calculator"]) as served,
+        serve_events(tmp_path, CALC, model=brain, tools=["calculator"]) as served,
         served.client() as client,
     ):
         answer = await client.post("/v1/events/calc", json=body("calc-1", "(25+17)*3"))
@@ -39,20 +46,41 @@ async def test_an_intent_handler_runs_that_intent_with_the_events_content(tmp_pa
     assert texts == ["(25+17)*3", "(25+17)*3 = 126"]
 
 
-async def test_an_intent_the_brain_does_not_have_is_refused_before_anything_is_seen(tmp_path):
+async def test_an_intent_the_brain_does_not_have_is_refused_at_start(tmp_path):
+    with pytest.raises(ConfigError, match="no-such-intent"):
+        async with serve_events(tmp_path, INTENT, model=RuleBrain()):
+            pass
+
+
+async def test_an_intent_handler_with_a_model_configured_is_refused_at_start(tmp_path):
+    with pytest.raises(ConfigError, match="rule brain"):
+        async with serve_events(tmp_path, CALC):
+            pass
+
+
+def test_hermes_serve_refuses_an_intent_handler_it_cannot_run_with_exit_2(tmp_path):
+    config = write_config(tmp_path, INTENT)
+    proc = run_serve(config, "--host", "127.0.0.1", "--port", "0")
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("serve did not refuse the route")
+    assert proc.returncode == 2, err
+    assert "no-such-intent" in err
+    assert "Traceback" not in err
+
+
+async def test_an_app_built_without_the_check_answers_503_and_records_nothing(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(event_handlers, "check_routes", lambda agent, settings: None)
     async with serve_events(tmp_path, INTENT, model=RuleBrain()) as served:
         async with served.client() as client:
             answer = await client.post("/v1/events/typo", json=body("typo-1"))
-        assert answer.status_code == 500
+        assert answer.status_code == 503
         assert answer.json()["error"]["type"] == "handler_unavailable"
         assert await served.delivery("typo", "typo-1") is None
-
-
-async def test_an_intent_handler_with_a_model_configured_is_refused(tmp_path):
-    async with serve_events(tmp_path, INTENT) as served, served.client() as client:
-        answer = await client.post("/v1/events/calc", json=body("calc-2"))
-    assert answer.status_code == 500
-    assert "rule brain" in answer.json()["error"]["message"]
 
 
 async def test_a_prompt_handler_fills_the_template_into_the_system_message(tmp_path):

@@ -15,7 +15,17 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 
 from hermes import __version__
-from hermes.channels.http import approvals, chat, events, health, jobs, memory, sessions, turns
+from hermes.channels.http import (
+    approvals,
+    chat,
+    event_handlers,
+    events,
+    health,
+    jobs,
+    memory,
+    sessions,
+    turns,
+)
 from hermes.channels.http.errors import install_error_handlers
 from hermes.channels.http.idempotency import close_request_keys
 from hermes.channels.http.middleware import install_middleware
@@ -40,6 +50,8 @@ def create_app(
 ) -> FastAPI:
     """The HTTP API over ``agent`` with ``settings`` (default: ``ServerConfig()``)."""
     svc = Service(agent=agent, settings=settings or ServerConfig(), loaded=loaded)
+    if loaded is not None:  # a route whose handler cannot run is refused before serving
+        event_handlers.check_routes(agent, loaded.config.webhooks)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -15,7 +15,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from hermes.channels.http.errors import ApiError
-from hermes.config.webhooks import PROMPT_PLACEHOLDER, HandlerConfig
+from hermes.config.webhooks import PROMPT_PLACEHOLDER, HandlerConfig, WebhooksConfig
+from hermes.errors import ConfigError
 from hermes.models.base import TurnDirective
 from hermes.models.brain import RuleBrain
 
@@ -66,24 +67,38 @@ def render_prompt(template: str, fields: dict[str, Any]) -> str:
     return PROMPT_PLACEHOLDER.sub(value, template)
 
 
-def check_available(agent: Agent, wanted: TurnDirective | None, route: str) -> None:
-    """Raise 500 ``handler_unavailable`` for an ``intent`` handler this agent cannot honour
-    (its model is not the rule brain, or the brain has no such intent): a configuration
-    mistake is said, never papered over by an ordinary turn."""
-    if wanted is None or wanted.intent is None:
-        return
+def unavailable(agent: Agent, intent: str | None, route: str) -> str | None:
+    """Why ``agent`` cannot honour an ``intent`` handler of ``route`` (its model is not the
+    rule brain, or the brain has no such intent), or None when it can (or there is none)."""
+    if intent is None:
+        return None
     model = agent.model
     if not isinstance(model, RuleBrain):
-        raise ApiError(
-            500,
-            "handler_unavailable",
+        return (
             f"route {route!r} has an intent handler, which needs the offline rule brain, but a "
-            "model is configured; use handler: {prompt: ...} / intent 处理器需要离线规则大脑",
+            "model is configured; use handler: {prompt: ...} / intent 处理器需要离线规则大脑"
         )
-    if wanted.intent not in {intent.name for intent in model.intents}:
-        raise ApiError(
-            500,
-            "handler_unavailable",
-            f"route {route!r} names intent {wanted.intent!r}, which the rule brain does not "
-            "have (add it with brain.intents) / 规则大脑中没有该意图",
+    if intent not in {known.name for known in model.intents}:
+        return (
+            f"route {route!r} names intent {intent!r}, which the rule brain does not have "
+            "(add it with brain.intents) / 规则大脑中没有该意图"
         )
+    return None
+
+
+def check_routes(agent: Agent, settings: WebhooksConfig) -> None:
+    """Refuse, at start, routes whose handler this agent cannot honour (``ConfigError``):
+    a configuration mistake is said before any sender is told "accepted"."""
+    for route, config in settings.routes.items():
+        handler = config.handler
+        problem = unavailable(agent, None if handler is None else handler.intent, route)
+        if problem is not None:
+            raise ConfigError(f"webhooks.routes: {problem}")
+
+
+def check_available(agent: Agent, wanted: TurnDirective | None, route: str) -> None:
+    """503 ``handler_unavailable`` for an ``intent`` handler the agent cannot honour — what
+    :func:`check_routes` refuses at start; here for an app built without that check."""
+    problem = unavailable(agent, None if wanted is None else wanted.intent, route)
+    if problem is not None:
+        raise ApiError(503, "handler_unavailable", problem)

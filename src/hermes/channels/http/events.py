@@ -189,7 +189,7 @@ async def receive(svc: Service, request: Request, route: str, fmt: EventFormat) 
             f"no event route {route[:64]!r} (webhooks.routes: {known}) / 未配置该事件路由",
         )
     raw = await request.body()
-    caller = _authenticate(svc, request, route, fmt, raw)
+    caller = await _authenticate(svc, request, route, fmt, raw)
     event = parse_event(fmt, raw, request.headers)
     message = _message(svc, settings, route, event, caller)
     key = (route, event.msg_id)
@@ -215,7 +215,7 @@ async def receive(svc: Service, request: Request, route: str, fmt: EventFormat) 
     return _answer(svc, route, "duplicate", event.msg_id, claim.delivery.trace_id)
 
 
-def _authenticate(
+async def _authenticate(
     svc: Service, request: Request, route: str, fmt: EventFormat, raw: bytes
 ) -> Caller | None:
     """The caller behind a delivery: ``None`` when a signature vouches for it (the route's
@@ -224,7 +224,7 @@ def _authenticate(
     settings = event_intake(svc).settings
     secret = settings.secret_of(route)
     if secret is None:
-        return authenticate(request, svc)
+        return await authenticate(request, svc)
     if fmt == "github":
         check_github_signature(secret, request.headers, raw)
     else:
