@@ -544,6 +544,14 @@ def _check_text(text: object, limit: int, runtime: Runtime) -> str:
         )
     if "\x00" in text:
         raise InvalidInputError("the message contains a NUL character / 消息包含非法的 NUL 字符")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800" is valid JSON)
+            raise InvalidInputError(
+                f"the message contains an unpaired surrogate at character {exc.start}: it is "
+                "not valid Unicode text / 消息包含无效的 Unicode 字符（孤立的代理项）"
+            ) from None
     tokens = message_tokens({"role": "user", "content": text})
     room = runtime.message_room
     if tokens > room:

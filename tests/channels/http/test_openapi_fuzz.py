@@ -40,9 +40,29 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> FastAPI:
     return create_app(agent, settings_)
 
 
+def without_lifespan(app: FastAPI) -> Any:
+    """``app`` with a lifespan that does nothing: schemathesis's ASGI client runs the lifespan
+    around every call, and the app's own shutdown (draining, refusing new turns with 503
+    ``shutting_down``, as it should) would then answer the calls after the first."""
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            await app(scope, receive, send)
+            return
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    return wrapped
+
+
 @pytest.fixture(scope="module")
 def api(app: FastAPI) -> Any:
-    return schemathesis.openapi.from_asgi("/openapi.json", app)
+    return schemathesis.openapi.from_asgi("/openapi.json", without_lifespan(app))
 
 
 def _check(case: Any) -> None:

@@ -6,7 +6,9 @@ whole (DESIGN.md, HTTP "Busy sessions" and "More CLI")."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.channels.http.serve_fixtures import Process, serving
+from tests.channels.http.serve_fixtures import HERMES, Process, serving
 from tests.models.fake_chat_server import FakeChatServer, Reply
 
 SESSION = "serve-proc-0001"
@@ -135,3 +137,28 @@ def test_sigterm_mid_turn_finishes_or_checkpoints_and_exits_0_within_20_s(
     if finished:
         assert texts == [("user", "long one"), ("assistant", "answer to long one")]
     assert state in ("idle", "awaiting_feedback")  # at rest, not mid-turn
+
+
+def test_hermes_trace_shows_the_http_request_as_a_step(tmp_path: Path) -> None:
+    """The chain of one request starts at the HTTP edge: its method, path, status and ms."""
+    request_id = "req-trace-http-0001"
+    with serving(tmp_path, "") as proc:
+        answer = httpx.post(
+            f"{proc.url}/v1/chat",
+            json={"session_id": SESSION, "message": "15乘以27等于多少？"},
+            headers={"X-Request-Id": request_id},
+            timeout=30,
+        )
+        assert answer.headers["X-Hermes-Trace-Id"] == request_id
+    shown = subprocess.run(
+        [str(HERMES), "--config", str(tmp_path / "hermes.yaml"), "trace", request_id, "--json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    steps = json.loads(shown.stdout)["steps"]
+    http = [s for s in steps if s["event"] == "http_request"]
+    assert len(http) == 1, steps
+    assert http[0]["ms"] is not None
+    assert http[0]["detail"]["status"] == 200
+    assert http[0]["detail"]["path"] == "/v1/chat"
+    assert any(s["event"] == "turn_finished" for s in steps), steps

@@ -80,7 +80,7 @@ async def test_a_second_follower_sees_the_turn_live(agent: Agent) -> None:
 async def test_unknown_trace_is_404_and_bad_last_event_id_400(agent: Agent) -> None:
     transport = httpx.ASGITransport(app=create_app(agent, ServerConfig()))
     async with httpx.AsyncClient(transport=transport, base_url="http://h.test") as client:
-        missing = await client.get("/v1/turns/nope/events")
+        missing = await client.get("/v1/turns/no-such-trace-0001/events")
         done = await client.post("/v1/chat", json={"message": "hi"})
         trace_id = done.json()["trace_id"]
         bad = await client.get(f"/v1/turns/{trace_id}/events", headers={"Last-Event-ID": "x"})

@@ -20,7 +20,6 @@ Exit codes: 0 found; 2 an invalid trace id (``invalid_id``), or a trace found no
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,13 +34,13 @@ from hermes.channels.cli.app import JsonFlag, app, loaded_config, run_async
 from hermes.channels.cli.browse import closing, open_existing_store
 from hermes.channels.cli.output import fail, note, out, write_json
 from hermes.errors import HermesError, InvalidIdError, InvalidInputError
+from hermes.observe.trace_ids import is_trace_id
 from hermes.session.items import Item
 from hermes.session.store import Store
 
 __all__ = ["TraceStep", "collect_steps", "log_files", "read_log_steps", "trace"]
 
 #: Trace ids are the runtime's (32 hex digits) or a caller's (``X-Request-Id``): bounded, printable.
-TRACE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{7,127}")
 #: Fields of a log line that are the step itself, not its detail.
 _OWN_FIELDS = frozenset({"timestamp", "event", "module", "trace_id", "cost_ms", "msg_id"})
 _PAGE = 500
@@ -215,7 +214,7 @@ def trace(
 
 
 def _trace_steps(trace_id: str) -> list[TraceStep]:
-    if not TRACE_ID.fullmatch(trace_id):
+    if not is_trace_id(trace_id):
         raise InvalidIdError(
             f"invalid trace id {trace_id[:140]!r}: 8–128 characters of letters, digits, ._:- / "
             f"无效的追踪 ID"

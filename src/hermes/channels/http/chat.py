@@ -17,7 +17,9 @@ turn fails honestly and the reply says so, with ``error``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -25,12 +27,12 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from hermes.channels.http.auth import CallerDep, acting_user
-from hermes.channels.http.errors import ApiError
-from hermes.channels.http.idempotency import KEY_HEADER, idempotent
-from hermes.channels.http.middleware import TRACE_HEADER, incoming_trace_id
+from hermes.channels.http.errors import TRACE_HEADER, ApiError
+from hermes.channels.http.idempotency import idempotent, idempotent_start
+from hermes.channels.http.middleware import incoming_trace_id
 from hermes.channels.http.state import Service, service
 from hermes.channels.http.turn_task import TurnTask, intake_of, open_trace, start_turn
-from hermes.channels.http.turns import event_stream, turn_events
+from hermes.channels.http.turns import event_stream, replayed_stream, turn_events
 from hermes.errors import StoreError
 from hermes.messages import Message
 from hermes.session.ids import new_session_id, validate_session_id
@@ -46,7 +48,8 @@ class ChatRequest(BaseModel):
     message: str = Field(description="The user's message. / 用户消息。")
     session_id: str | None = Field(default=None, description="Omitted: a new session.")
     user_id: str | None = Field(default=None, description="Who speaks (see Auth).")
-    stream: bool = Field(default=False, description="Answer with text/event-stream.")
+    # Strict: "yes", "1" or 1 is a wrong type (422), not a quiet "true".
+    stream: bool = Field(default=False, strict=True, description="Answer with text/event-stream.")
 
 
 def shutting_down() -> ApiError:
@@ -97,23 +100,26 @@ async def chat(
     message = intake_of(svc).message(
         body.message, channel="http", session_id=session_id, user_id=user_id, trace_id=wanted
     )
+    wait = 2 * svc.agent.turn_timeout + 5  # waiting its turn, then running as long again
     if body.stream:
-        if request.headers.get(KEY_HEADER) is not None:
-            raise ApiError(
-                400,
-                "idempotency_unsupported",
-                "Idempotency-Key works with plain requests; a stream is resumed with GET "
-                "/v1/turns/{trace_id}/events / 流式请求不支持幂等键，请用事件接口续传",
-            )
-        _, trace_id = await _start(svc, message, session_id)
-        return event_stream(turn_events(svc), trace_id, 0)
+
+        async def start() -> tuple[Callable[[], Awaitable[tuple[int, dict[str, Any]]]], Response]:
+            # Inside the claim: a replay opens no trace and starts no turn.
+            turn, trace_id = await _start(svc, message, session_id)
+            return functools.partial(_outcome, turn), event_stream(turn_events(svc), trace_id, 0)
+
+        def replay(status: int, data: Any) -> Response:
+            return replayed_stream(turn_events(svc), data)
+
+        return await idempotent_start(
+            request, svc, caller, "POST /v1/chat", start, replay=replay, user_id=user_id, wait=wait
+        )
 
     async def run() -> tuple[int, dict[str, Any]]:
         # Inside the claim: a replay opens no trace and starts no turn.
         turn, _ = await _start(svc, message, session_id)
         return await _outcome(turn)
 
-    wait = 2 * svc.agent.turn_timeout + 5  # waiting its turn, then running as long again
     response = await idempotent(
         request, svc, caller, "POST /v1/chat", run, user_id=user_id, wait=wait
     )

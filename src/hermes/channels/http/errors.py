@@ -7,7 +7,8 @@ reads it. No route builds an error body by hand.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -18,12 +19,20 @@ from hermes.errors import (
     HermesError,
     InvalidIdError,
     InvalidInputError,
+    ModelError,
+    PermissionDeniedError,
+    RunNotFoundError,
+    SessionAccessError,
     SessionBusyError,
     SessionNotFoundError,
+    StoreError,
 )
 from hermes.observe import get_logger
 
 log = get_logger("hermes.channels.http")
+
+#: The response header that carries the request's trace id (every response, errors too).
+TRACE_HEADER = "X-Hermes-Trace-Id"
 
 
 class ApiError(Exception):
@@ -56,9 +65,14 @@ def error_response(
 #: The status of each typed Hermes error that reaches the edge (others: 500, logged).
 _STATUS: tuple[tuple[type[HermesError], int], ...] = (
     (SessionNotFoundError, 404),
+    (RunNotFoundError, 404),
     (InvalidIdError, 400),
     (InvalidInputError, 400),
+    (SessionAccessError, 403),
+    (PermissionDeniedError, 403),
     (SessionBusyError, 409),
+    (StoreError, 503),
+    (ModelError, 503),
 )
 
 
@@ -91,22 +105,48 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_response(
                 400, "invalid_json", "the body is not valid JSON / 请求体不是合法的 JSON"
             )
+        if _not_json(request, errors):
+            return error_response(
+                415,
+                "unsupported_media_type",
+                "send the body as JSON, with Content-Type: application/json / "
+                "请求体须为 JSON，并带 Content-Type: application/json",
+            )
         fields = ", ".join(_field(e) for e in errors[:10])
         return error_response(422, "invalid_request", f"invalid fields / 字段无效: {fields}")
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.detail == _UNPARSABLE:  # bad UTF-8, JSON too deep
+            return error_response(
+                400, "invalid_json", "the body is not valid JSON / 请求体不是合法的 JSON"
+            )
         kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return error_response(exc.status_code, kind, str(exc.detail), exc.headers)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("http_internal_error", path=request.url.path)
+        # Starlette answers this one outside the middleware: the trace id header is set here.
+        trace_id = getattr(request.state, "trace_id", None)
+        log.exception("http_internal_error", path=request.url.path, trace_id=trace_id)
         return error_response(
             500,
             "internal_error",
             "an internal error occurred; see the server log / 内部错误，请查看服务日志",
+            {TRACE_HEADER: trace_id} if isinstance(trace_id, str) else None,
         )
+
+
+#: FastAPI's detail for a body it could not decode (not UTF-8, or JSON nested too deep).
+_UNPARSABLE = "There was an error parsing the body"
+
+
+def _not_json(request: Request, errors: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the body failed as a whole because it was not sent as JSON (a form, text)."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if not kind or kind == "application/json" or kind.endswith("+json"):
+        return False
+    return any(tuple(e.get("loc") or ()) == ("body",) for e in errors)
 
 
 def _field(error: Mapping[str, object]) -> str:

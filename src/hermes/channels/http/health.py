@@ -47,11 +47,15 @@ class _CachedCheck:
     problem: str | None
 
 
+# HEAD too (uptime checkers and load balancers probe with it), out of the schema: one
+# documented operation per probe.
+@router.head("/healthz", include_in_schema=False)
 @router.get("/healthz", summary="Liveness / 存活检查")
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
+@router.head("/readyz", include_in_schema=False, response_model=None)
 @router.get("/readyz", summary="Readiness: store, model, MCP / 就绪检查", response_model=None)
 async def readyz(svc: ServiceDep) -> JSONResponse:
     problems = dict(

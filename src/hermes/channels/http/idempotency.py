@@ -9,7 +9,8 @@ With it (1 to 255 printable ASCII characters, else 400 ``invalid_idempotency_key
 
 - the first request with the key runs; a 2xx answer (a completed turn, an honest ``error``
   included) is stored for ``server.idempotency_hours``; a refusal (raised, or a 4xx/5xx
-  answer) releases the key, so a retry runs again (Stripe's rule);
+  answer) releases the key, so a retry runs again (Stripe's rule) — as does a turn stopped
+  before it finished (``error.type`` ``cancelled``: checkpointed by a shutdown, or cancelled);
 - a retry with the same body gets the stored status and JSON body with
   ``Idempotency-Replayed: true``; the same key with another body is 409
   ``idempotency_conflict``;
@@ -103,10 +104,80 @@ async def idempotent(
     the request's JSON (default: its raw body; bytes are hashed as canonical JSON when they
     parse), ``wait`` bounds the wait for a first attempt still running (seconds),
     ``user_id`` the user the request acts for (whose erasure deletes the record)."""
-    key = request.headers.get(KEY_HEADER)
-    if key is None:
+    claimed = await _claim_key(
+        request, svc, caller, route, body=body, user_id=user_id, wait=wait, lease=lease
+    )
+    if claimed is None:
         status, payload = await run()
         return JSONResponse(payload, status_code=status)
+    keys, claim = claimed
+    if claim.outcome == "new":
+        attempt = _start_attempt(keys, claim, run, lease)
+        # Shielded: a client that leaves does not stop the attempt nor its record.
+        status, payload = await asyncio.shield(attempt)
+        return JSONResponse(payload, status_code=status)
+    record = claim.record
+    return JSONResponse(
+        record.response, status_code=record.status_code or 200, headers={REPLAYED_HEADER: "true"}
+    )
+
+
+async def idempotent_start(
+    request: Request,
+    svc: Service,
+    caller: Caller,
+    route: str,
+    start: Callable[[], Awaitable[tuple[Callable[[], Awaitable[Outcome]], Response]]],
+    *,
+    replay: Callable[[int, Any], Response],
+    user_id: str | None = None,
+    wait: float = DEFAULT_WAIT_SECONDS,
+    lease: float = DEFAULT_LEASE_SECONDS,
+) -> Response:
+    """:func:`idempotent` for a route that answers before its work ends (a stream).
+
+    ``start()`` begins the work (raising to refuse it: the key is released) and returns
+    ``(finish, response)``: ``response`` is sent now, and ``finish()`` — awaited in the
+    background — gives the outcome recorded under the key, as :func:`idempotent` records it.
+    A retry gets ``replay(status, body)`` of the recorded outcome, with
+    ``Idempotency-Replayed: true``; one while the first runs waits for it as there. Without
+    the header, ``start`` runs and its response is sent."""
+    claimed = await _claim_key(
+        request, svc, caller, route, body=None, user_id=user_id, wait=wait, lease=lease
+    )
+    if claimed is None:
+        return (await start())[1]
+    keys, claim = claimed
+    if claim.outcome == "new":
+        try:
+            finish, response = await start()
+        except BaseException:  # refused before it ran: forget the key, then re-raise
+            await _release(keys, claim.record.scope, claim.record.key, claim.token)
+            raise
+        _start_attempt(keys, claim, finish, lease)
+        return response
+    record = claim.record
+    response = replay(record.status_code or 200, record.response)
+    response.headers[REPLAYED_HEADER] = "true"
+    return response
+
+
+async def _claim_key(
+    request: Request,
+    svc: Service,
+    caller: Caller,
+    route: str,
+    *,
+    body: bytes | Mapping[str, Any] | None,
+    user_id: str | None,
+    wait: float,
+    lease: float,
+) -> tuple[RequestKeys, KeyClaim] | None:
+    """The request's key claimed (``new`` or ``replay``), None without the header; 400 for a
+    malformed key, 409 for another body under it (or one still running past ``wait``)."""
+    key = request.headers.get(KEY_HEADER)
+    if key is None:
+        return None
     scope = request_scope(caller.scope, route)
     try:
         check_request_key(scope, key)
@@ -118,28 +189,25 @@ async def idempotent(
     claim = await _claim_or_wait(
         keys, scope, key, body_hash=_hash(raw), user_id=owner, wait=wait, lease=lease
     )
-    match claim.outcome:
-        case "new":
-            attempt = asyncio.create_task(_attempt(keys, claim, run, lease))
-            _ATTEMPTS.add(attempt)
-            attempt.add_done_callback(_ATTEMPTS.discard)
-            # Shielded: a client that leaves does not stop the attempt nor its record.
-            status, payload = await asyncio.shield(attempt)
-            return JSONResponse(payload, status_code=status)
-        case "replay":
-            record = claim.record
-            return JSONResponse(
-                record.response,
-                status_code=record.status_code or 200,
-                headers={REPLAYED_HEADER: "true"},
-            )
-        case _:  # "conflict"; "in_progress" ends the wait with its own error
-            raise ApiError(
-                409,
-                "idempotency_conflict",
-                "this Idempotency-Key was used with another request body; use a new key / "
-                "此 Idempotency-Key 已用于另一个请求体，请使用新的键",
-            )
+    if claim.outcome in ("new", "replay"):
+        return keys, claim
+    # "conflict"; "in_progress" ends the wait with its own error
+    raise ApiError(
+        409,
+        "idempotency_conflict",
+        "this Idempotency-Key was used with another request body; use a new key / "
+        "此 Idempotency-Key 已用于另一个请求体，请使用新的键",
+    )
+
+
+def _start_attempt(
+    keys: RequestKeys, claim: KeyClaim, run: Callable[[], Awaitable[Outcome]], lease: float
+) -> asyncio.Task[Outcome]:
+    """:func:`_attempt` as its own task, kept referenced until it ends."""
+    attempt = asyncio.create_task(_attempt(keys, claim, run, lease))
+    _ATTEMPTS.add(attempt)
+    attempt.add_done_callback(_ATTEMPTS.discard)
+    return attempt
 
 
 def _hash(body: bytes | Mapping[str, Any]) -> str:
@@ -202,7 +270,7 @@ async def _attempt(
         await _release(keys, scope, key, token)
         raise
     heartbeat.cancel()
-    if not 200 <= status < 300:
+    if not 200 <= status < 300 or _stopped(payload):
         await _release(keys, scope, key, token)
         return status, payload
     try:
@@ -210,6 +278,13 @@ async def _attempt(
     except (LeaseLostError, StoreError) as exc:  # the answer stands; a retry may run again
         log.warning("idempotency_finish_failed", type=exc.code, key_scope=scope)
     return status, payload
+
+
+def _stopped(payload: Any) -> bool:
+    """Whether ``payload`` is the answer of a turn stopped before it finished (a shutdown's
+    checkpoint, or a cancel): not an outcome to replay for a day — the retry runs it."""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    return isinstance(error, dict) and error.get("type") == "cancelled"
 
 
 async def _release(keys: RequestKeys, scope: str, key: str, token: int) -> None:

@@ -11,27 +11,33 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hermes.channels.http.auth import key_id_of
-from hermes.channels.http.errors import ApiError
+from hermes.channels.http.errors import TRACE_HEADER, ApiError
 from hermes.channels.http.limits import InProcessRateLimiter, RateLimiter
+from hermes.observe import get_logger
+from hermes.observe.trace_ids import is_trace_id
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from hermes.config.server import ApiKeyConfig, ServerConfig
 
-TRACE_HEADER = "X-Hermes-Trace-Id"
+log = get_logger("hermes.channels.http")
+
 #: Probes carry no key and must not be throttled (see docs/http.md).
 UNLIMITED_PATHS = frozenset({"/healthz", "/readyz"})
+#: Requests not logged one by one: probes and scrapes, every few seconds.
+_QUIET_PATHS = UNLIMITED_PATHS | {"/metrics"}
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$")
 
 
 def incoming_trace_id(headers: Headers) -> str | None:
@@ -41,7 +47,7 @@ def incoming_trace_id(headers: Headers) -> str | None:
     if match and match.group(1) != "0" * 32:
         return match.group(1)
     request_id = headers.get("x-request-id", "").strip()
-    return request_id if _REQUEST_ID.match(request_id) else None
+    return request_id if is_trace_id(request_id) else None
 
 
 def trace_id_of(headers: Headers) -> str:
@@ -59,7 +65,10 @@ async def send_error(send: Send, status: int, type_: str, message: str, **header
 
 
 class TraceIdMiddleware:
-    """Chooses the trace id (``request.state.trace_id``) and echoes it on every response."""
+    """Chooses the trace id (``request.state.trace_id``), echoes it on every response, and
+    logs each API request as the first step of its trace (``http_request``: method, path,
+    status, ``cost_ms`` — what ``hermes trace`` shows of the HTTP edge; probes and
+    ``/metrics`` are not logged)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -70,15 +79,31 @@ class TraceIdMiddleware:
             return
         trace_id = trace_id_of(Headers(scope=scope))
         scope.setdefault("state", {})["trace_id"] = trace_id
+        started = time.perf_counter()
+        answered: dict[str, Any] = {"status": None, "trace_id": trace_id}
 
         async def send_with_trace(message: Message) -> None:
             if message["type"] == "http.response.start":
                 # A route that knows better (a turn given a fresh trace id, a replayed result)
                 # has set its own: that one stays.
-                MutableHeaders(scope=message).setdefault(TRACE_HEADER, trace_id)
+                headers = MutableHeaders(scope=message)
+                answered["trace_id"] = headers.setdefault(TRACE_HEADER, trace_id)
+                answered["status"] = message["status"]
             await send(message)
 
-        await self.app(scope, receive, send_with_trace)
+        try:
+            await self.app(scope, receive, send_with_trace)
+        finally:
+            path = scope.get("path", "")
+            if path not in _QUIET_PATHS:
+                log.info(
+                    "http_request",
+                    trace_id=answered["trace_id"],
+                    method=scope.get("method"),
+                    path=path[:200],
+                    status=answered["status"],
+                    cost_ms=round((time.perf_counter() - started) * 1000, 2),
+                )
 
 
 class BodyTooLargeError(ApiError):
@@ -178,6 +203,24 @@ class RateLimitMiddleware:
         )
 
 
+class JsonCorsMiddleware(CORSMiddleware):
+    """Starlette's CORS, with a refused preflight in the one error shape (its own answer is
+    ``text/plain``): 400 ``cors_refused`` naming what was not allowed."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        answer = super().preflight_response(request_headers)
+        if answer.status_code < 400:
+            return answer
+        what = bytes(answer.body).decode("utf-8", "replace").removeprefix("Disallowed CORS ")
+        return JSONResponse(
+            {"error": {"type": "cors_refused", "message": f"CORS refused: {what} not allowed "
+                       "(server.cors_origins) / 跨域请求被拒绝"}},
+            status_code=400,
+            headers={k: v for k, v in answer.headers.items() if k.lower() != "content-length"
+                     and k.lower() != "content-type"},
+        )  # fmt: skip
+
+
 def install_middleware(app: FastAPI, settings: ServerConfig) -> None:
     """Wrap ``app`` in the middleware ``settings`` ask for (added innermost first)."""
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
@@ -188,7 +231,7 @@ def install_middleware(app: FastAPI, settings: ServerConfig) -> None:
         app.add_middleware(RateLimitMiddleware, limiter=limiter, keys=settings.api_keys)
     if settings.cors_origins:
         app.add_middleware(
-            CORSMiddleware,
+            JsonCorsMiddleware,
             allow_origins=list(settings.cors_origins),
             allow_methods=["*"],
             allow_headers=["*"],

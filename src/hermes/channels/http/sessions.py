@@ -21,6 +21,7 @@ import asyncio
 import base64
 import binascii
 import json
+import math
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
@@ -79,6 +80,7 @@ def _session_cursor(cursor: str | None) -> SessionCursor | None:
         and len(value) == 2
         and isinstance(value[0], int | float)
         and not isinstance(value[0], bool)
+        and math.isfinite(value[0])
         and isinstance(value[1], str)
     ):
         return float(value[0]), value[1]
@@ -89,7 +91,8 @@ def _item_cursor(cursor: str | None) -> int:
     if cursor is None:
         return 0
     value = decode_cursor("i", cursor)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    # A seq is a SQLite INTEGER: a forged cursor past 2**63 is refused, not an overflow.
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63:
         return value
     raise ApiError(400, "invalid_cursor", "the cursor is not valid here / 分页游标无效")
 
@@ -163,7 +166,7 @@ async def list_sessions(
     caller: CallerDep,
     user_id: str | None = None,
     cursor: CursorParam = None,
-    limit: PageLimit = 50,
+    limit: PageLimit = 100,
 ) -> dict[str, Any]:
     """Sessions, most recently active first. / 会话列表（最近的在前）。"""
     user = acting_user(caller, user_id)

@@ -25,8 +25,10 @@ from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import StreamingResponse
 from fastapi.sse import KEEPALIVE_COMMENT, format_sse_event
 
+from hermes.channels.http.auth import CallerDep
 from hermes.channels.http.errors import ApiError
 from hermes.channels.http.state import Service, service
+from hermes.observe.trace_ids import is_trace_id
 
 router = APIRouter()
 
@@ -71,6 +73,10 @@ class TurnEventLog(Protocol):
 
     def known(self, trace_id: str) -> bool:
         """Whether the trace's events are (still) here."""
+        ...
+
+    def session_of(self, trace_id: str) -> str | None:
+        """The session of the trace's turn (None when its events are not here)."""
         ...
 
     def follow(self, trace_id: str, after: int = 0) -> AsyncIterator[TurnEvent]:
@@ -141,6 +147,10 @@ class MemoryTurnEvents:
     def known(self, trace_id: str) -> bool:
         self.expire()
         return trace_id in self._turns
+
+    def session_of(self, trace_id: str) -> str | None:
+        turn = self._turns.get(trace_id) if self.known(trace_id) else None
+        return None if turn is None else turn.session_id
 
     async def follow(self, trace_id: str, after: int = 0) -> AsyncIterator[TurnEvent]:
         turn = self._turns.get(trace_id)
@@ -232,22 +242,54 @@ def event_stream(log: TurnEventLog, trace_id: str, after: int) -> StreamingRespo
     return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
 
 
+def replayed_stream(log: TurnEventLog, reply: Any) -> StreamingResponse:
+    """The stream of a request replayed under its ``Idempotency-Key``: the first turn's
+    events while they are kept, else its ``reply`` event alone (the recorded run object)."""
+    trace_id = reply.get("trace_id") if isinstance(reply, dict) else None
+    if isinstance(trace_id, str) and log.known(trace_id):
+        return event_stream(log, trace_id, 0)
+    only = TurnEvent(1, REPLY_EVENT, reply if isinstance(reply, dict) else {})
+
+    async def body() -> AsyncIterator[bytes]:
+        yield only.sse()
+
+    headers = {"Cache-Control": "no-cache"}
+    if isinstance(trace_id, str):
+        headers["X-Hermes-Trace-Id"] = trace_id
+    return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
+
+
 @router.get("/v1/turns/{trace_id}/events", response_class=StreamingResponse)
 async def replay_events(
     trace_id: str,
     svc: Annotated[Service, Depends(service)],
+    caller: CallerDep,
     last_event_id: Annotated[str | None, Header()] = None,
     query_last: Annotated[str | None, Query(alias="last_event_id")] = None,
 ) -> StreamingResponse:
-    """The turn's events after ``Last-Event-ID``, live while it runs, ending with ``reply``."""
+    """The turn's events after ``Last-Event-ID``, live while it runs, ending with ``reply``.
+
+    Once keys exist, only the session's user (or an ``admin`` key) may read them: they hold
+    what the user said, the reply and the tool arguments."""
+    if not is_trace_id(trace_id):
+        raise ApiError(400, "invalid_id", f"trace id {trace_id[:40]!r} is not valid / 跟踪编号无效")
     log = turn_events(svc)
-    if not log.known(trace_id):
-        raise ApiError(
-            404,
-            "not_found",
-            f"no events for trace {trace_id!r} (unknown, or kept no longer) / 找不到该轮对话的事件",
-        )
+    session_id = log.session_of(trace_id)
+    if session_id is None:
+        raise _no_events(trace_id)
+    if caller.user_id is not None and not caller.admin:
+        record = await svc.agent.store.load_session(session_id)
+        if record is None or record.user_id != caller.user_id:
+            raise _no_events(trace_id)  # another user's turn is not even said to exist
     return event_stream(log, trace_id, _after(last_event_id or query_last))
+
+
+def _no_events(trace_id: str) -> ApiError:
+    return ApiError(
+        404,
+        "not_found",
+        f"no events for trace {trace_id!r} (unknown, or kept no longer) / 找不到该轮对话的事件",
+    )
 
 
 def _after(value: str | None) -> int:
