@@ -14,7 +14,8 @@ import openai
 import pytest
 
 from hermes import Agent
-from hermes.testing import FunctionModel
+from hermes.errors import ModelError
+from hermes.testing import FunctionModel, ScriptedModel
 from tests.channels.http.chat_support import assert_consistent, items_of
 from tests.channels.http.openai_support import WEATHER_TOOL, make_agent, served
 
@@ -388,3 +389,28 @@ async def test_a_bad_session_header_is_a_bad_request(
                 messages=[{"role": "user", "content": "hi"}],
                 extra_headers={"X-Hermes-Session-Id": "bad id!"},
             )
+
+
+async def test_a_model_that_is_down_is_a_server_error_the_client_does_not_retry(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedModel([ModelError("the model server refused", retryable=True)] * 2)
+    agent = Agent(model=model, tools=[], store=tmp_path / "down.db")
+    try:
+        async with served(agent) as (url, _):
+            client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="x", max_retries=2)
+            with pytest.raises(openai.InternalServerError) as caught:
+                await client.chat.completions.create(
+                    model="hermes", messages=[{"role": "user", "content": "hi"}]
+                )
+            assert caught.value.status_code == 503
+            assert len(model.requests) == 1  # stored once: x-should-retry: false
+            stream = await client.chat.completions.create(
+                model="hermes", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+            with pytest.raises(openai.APIError):
+                async for _ in stream:
+                    pass
+            await client.close()
+    finally:
+        await agent.aclose()
