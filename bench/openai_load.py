@@ -102,7 +102,11 @@ async def _session(client: httpx.AsyncClient, load: Load, prefix: str, index: in
 
 
 async def _run(load: Load, url: str, prefix: str) -> None:
-    limits = httpx.Limits(max_connections=load.sessions, max_keepalive_connections=load.sessions)
+    # Pooled connections expire before the servers' keep-alive timeout (uvicorn: 5 s), so a
+    # request never goes out on a connection the server is closing (a ReadError, not a turn).
+    limits = httpx.Limits(
+        max_connections=load.sessions, max_keepalive_connections=load.sessions, keepalive_expiry=2
+    )
     async with httpx.AsyncClient(base_url=url, timeout=3600, limits=limits) as client:
         # One warm-up turn each side (imports, first connections), not measured.
         warm = Load(load.name, 1, 1)
@@ -119,6 +123,8 @@ def _nous_env(venv: Path, home: Path, model_url: str) -> dict[str, str]:
     (home / "config.yaml").write_text(
         "model:\n  provider: custom\n"
         f"  base_url: {model_url}\n  default: fake-model\n  api_key: sk-fake\n"
+        # Its API server refuses more than 10 concurrent runs by default (429); 0: no limit.
+        "gateway:\n  api_server:\n    max_concurrent_runs: 0\n"
     )
     return {
         **os.environ,

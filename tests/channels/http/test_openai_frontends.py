@@ -100,15 +100,21 @@ async def test_an_open_webui_chat_is_one_session_stored_once(
     assert record.user_id == OPENWEBUI_USER  # an anonymous service takes the forwarded user
 
 
-async def test_an_open_webui_temporary_chat_without_a_valid_id_is_a_new_session(
+async def test_an_open_webui_chat_id_that_is_no_session_id_still_keeps_one_session(
     scripted: tuple[Agent, FunctionModel],
 ) -> None:
-    headers = {**_openwebui_headers(), "X-OpenWebUI-Chat-Id": "local"}
-    body = _openwebui_body([{"role": "user", "content": "hi"}])
+    headers = {**_openwebui_headers(), "X-OpenWebUI-Chat-Id": "chat-1"}  # too short for an id
+    first = [{"role": "user", "content": "hi"}]
     async with served(scripted[0]) as (url, _):
-        response = await _post_stream(url, headers, body)
-    assert response.status_code == 200
-    assert response.headers["X-Hermes-Session-Id"] != "local"
+        one = await _post_stream(url, headers, _openwebui_body(first))
+        again = [*first, {"role": "assistant", "content": "x"}, {"role": "user", "content": "more"}]
+        two = await _post_stream(url, headers, _openwebui_body(again))
+    assert one.status_code == two.status_code == 200
+    session_id = one.headers["X-Hermes-Session-Id"]
+    assert session_id.startswith("owui-")
+    assert two.headers["X-Hermes-Session-Id"] == session_id
+    items = await items_of(scripted[0], session_id)
+    assert [i.content for i in items if i.role == "user"] == ["hi", "more"]
 
 
 def _librechat_headers(key: str) -> dict[str, str]:

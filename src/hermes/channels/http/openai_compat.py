@@ -5,11 +5,12 @@ The ``openai`` client, Open WebUI and LibreChat talk to the agent as to a model:
 is one turn of a Hermes session — its memory, validated tools and approvals — run like every
 other turn of the service (``turn_task.start_turn``: busy policy, turn events, cancel, drain).
 
-Session: ``X-Hermes-Session-Id``; else ``X-OpenWebUI-Chat-Id`` (when it is a valid session
-id); else one derived from the ``user`` field and the caller (never equal to a user id); else
-a new session per request. The last message is the new input — the user's message, or the
-``tool`` results answering the client's tool calls —; earlier messages seed a session that
-does not exist yet and are never stored twice in one that does.
+Session: ``X-Hermes-Session-Id``; else ``X-OpenWebUI-Chat-Id`` (as it is when it is a valid
+session id, else one derived from it); else one derived from the ``user`` field and the caller
+(never equal to a user id); else a new session per request. The last message is the new
+input — the user's message, or the ``tool`` results answering the client's tool calls —;
+earlier messages seed a session that does not exist yet and are never stored twice in one
+that does.
 
 Hermes's own tools run here and never appear as ``tool_calls``: their progress goes in the
 side channel, a ``hermes`` field of the chunks (and of a plain completion) that OpenAI
@@ -167,18 +168,19 @@ def session_of(
     if chat:
         try:
             return validate_session_id(chat)
-        except InvalidIdError:
-            pass  # a chat with no valid id (a temporary chat): the next rule
+        except InvalidIdError:  # still one session per chat, under a valid id
+            return derived_session("owui", caller, user_id, chat)
     if body.user is not None:
-        return derived_session(caller, user_id, body.user)
+        return derived_session("oai", caller, user_id, body.user)
     return new_session_id()
 
 
-def derived_session(caller: Caller, user_id: str | None, user: str) -> str:
-    """The session of a ``user`` field: a digest of the caller, the acting user and the field
-    (stable across requests; never the user id, whatever the field holds)."""
-    seed = f"{caller.scope}\n{user_id or ''}\n{user}".encode()
-    return f"oai-{hashlib.sha256(seed).hexdigest()[:40]}"
+def derived_session(prefix: str, caller: Caller, user_id: str | None, name: str) -> str:
+    """The session a client's name for it stands for (the ``user`` field, a chat id that is
+    no valid session id): a digest of the caller, the acting user and the name — stable across
+    requests, never the user id, whatever the name holds."""
+    seed = f"{caller.scope}\n{user_id or ''}\n{name}".encode()
+    return f"{prefix}-{hashlib.sha256(seed).hexdigest()[:40]}"
 
 
 def _check_tools(svc: Service, body: CompletionRequest) -> None:
