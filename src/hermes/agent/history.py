@@ -35,8 +35,22 @@ def import_chat_history(
     rounds: int,
 ) -> int:
     """Blocking import; returns the number of items stored (summary included)."""
-    items = [item for i, m in enumerate(messages) for item in _convert(i, m)]
+    items = chat_history_items(messages)
     return _run_blocking(_import(store, session_id, user_id, items, rounds))
+
+
+def chat_history_items(messages: Sequence[dict[str, Any]]) -> list[Item]:
+    """Chat-format ``messages`` as session items (``InvalidInputError`` naming a malformed
+    one by its index)."""
+    return [item for i, m in enumerate(messages) for item in _convert(i, m)]
+
+
+async def import_items(
+    store: Store, session_id: str, user_id: str | None, items: list[Item], *, rounds: int
+) -> int:
+    """:func:`import_chat_history` of converted items, from a running event loop (a turn
+    that seeds its new session holds the session's claim)."""
+    return await _import(store, session_id, user_id, list(items), rounds)
 
 
 async def _import(
@@ -188,4 +202,4 @@ def _run_blocking(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
-__all__ = ["import_chat_history"]
+__all__ = ["chat_history_items", "import_chat_history", "import_items"]

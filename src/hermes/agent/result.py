@@ -56,6 +56,9 @@ class RunResult:
     #: ``{"prompt_tokens", "completion_tokens"}`` summed over the turn's model calls, when the
     #: model reported them; None otherwise.
     usage: dict[str, int] | None = None
+    #: Calls to tools the client sent (``{"id", "name", "arguments"}`` each): not run here,
+    #: the turn ended with them for the client to run (``hermes.agent.client_turn``).
+    client_calls: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The public JSON contract of ``hermes run --json`` and ``POST /v1/chat``."""
@@ -74,6 +77,8 @@ class RunResult:
             data["tools_failed"] = True
         if self.usage is not None:
             data["usage"] = dict(self.usage)
+        if self.client_calls:
+            data["client_tool_calls"] = [dict(c) for c in self.client_calls]
         if self.approval_id is not None:
             first = self.pending_calls[0] if self.pending_calls else {}
             approval: dict[str, Any] = {

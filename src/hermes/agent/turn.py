@@ -32,6 +32,7 @@ from hermes.agent.approvals_step import (
     current_approval,
     run_with_proposals,
 )
+from hermes.agent.client_turn import ClientTurn, client_call_dicts, open_client_turn
 from hermes.agent.events import (
     AgentEvent,
     ModelCallFinished,
@@ -96,8 +97,9 @@ async def run_turn(
     """
     started = time.perf_counter()
     trace_id = message.trace_id
-    start, incoming, meta = await _start(
-        rt, message, session_id, user_id, claim=claim, approval_id=approval_id
+    client = ClientTurn.of(message)
+    start, incoming, meta, results = await _start(
+        rt, message, session_id, user_id, claim=claim, approval_id=approval_id, client=client
     )
     record = start.record
     turn = TurnState(
@@ -110,6 +112,7 @@ async def run_turn(
         emit,
         claim,
         directive=TurnDirective.from_meta(message.meta),
+        client=client,
     )
     if approval_id is not None:
         check_requested(turn, approval_id)
@@ -117,7 +120,8 @@ async def run_turn(
     turn.deadline = asyncio.get_running_loop().time() + rt.settings.turn_timeout
     emit(TurnStarted(session_id, trace_id, message.msg_id))
     await recover(rt, turn)
-    pending = current_approval(turn)
+    # Results of the client's tools decide no approval (their text is no person's answer).
+    pending = None if results else current_approval(turn)
     if pending is not None:
         # Decided now, whatever follows: the approval is dropped with the user's message (a
         # crash before the calls run leaves them not run, never run twice).
@@ -129,7 +133,7 @@ async def run_turn(
     turn.fsm.fire("receive_input", text=incoming.text)
     if start.slice is None or start.stored is None:
         slice_ = await rt.store.context_slice(session_id, _window_rounds(rt))
-        stored = await turn.append(rt.store, [incoming.item])
+        stored = await turn.append(rt.store, results or [incoming.item])
     else:
         slice_, stored = start.slice, [start.stored]
     if pending is not None and decision == "reject":
@@ -139,7 +143,9 @@ async def run_turn(
         ending = Ending(incoming.reply("", turn.chinese))
         turn.fsm.fire("reply")
     else:
-        ending = await _run_guarded(rt, turn, slice_, stored, pending=pending, decision=decision)
+        ending = await _run_guarded(
+            rt, turn, slice_, stored, incoming.text, pending=pending, decision=decision
+        )
     ending.reply = incoming.reply(ending.reply, turn.chinese)
     reply_stored = await _store_reply(rt, turn, ending, incoming.text)
     log.info(
@@ -161,21 +167,37 @@ async def _start(
     *,
     claim: SessionClaim,
     approval_id: str | None,
-) -> tuple[TurnStart, Inbound, dict[str, Any]]:
+    client: ClientTurn,
+) -> tuple[TurnStart, Inbound, dict[str, Any], list[Item]]:
     """The turn's start: what the user's message becomes (secrets out, sticky facts and
     personal data marked, seed 003 §2.1: from here on the turn only ever sees its text), and
     in one store call the session, its context and the message, stored before anything can
     fail (nothing the user said is ever lost) — unless the session must be repaired first or
-    waits for an approval (then the turn goes step by step: ``TurnStart.slice`` is None)."""
+    waits for an approval (then the turn goes step by step: ``TurnStart.slice`` is None).
+
+    A chat-completions client's turn (``client``) first seeds a new session with its history;
+    when its input is its tools' results, those are the items to store (the last of the
+    returned four), step by step, instead of the message."""
     meta: dict[str, Any] = {"msg_id": message.msg_id, "channel": message.channel}
+    results: list[Item] = []
+    if client.history or client.results:
+        results = await open_client_turn(
+            rt.store, session_id, user_id, client, trace_id=message.trace_id,
+            rounds=_window_rounds(rt), max_chars=rt.settings.max_output_chars,
+        )  # fmt: skip
+    if results:
+        incoming = Inbound(message.content, results[0])  # the text: for language and recall
+        record = await rt.store.ensure_session(session_id, user_id)
+        return TurnStart(record), incoming, meta, results
     incoming = read_inbound(message.content, trace_id=message.trace_id, meta=meta)
     if approval_id is not None:
-        return TurnStart(await rt.store.ensure_session(session_id, user_id)), incoming, meta
+        record = await rt.store.ensure_session(session_id, user_id)
+        return TurnStart(record), incoming, meta, results
     start = await begin_turn(
         rt.store, session_id, user_id, incoming.item,
         rounds=_window_rounds(rt), fence=claim.token, opening=_opening(rt, incoming),
     )  # fmt: skip
-    return start, incoming, meta
+    return start, incoming, meta, results
 
 
 def _window_rounds(rt: Runtime) -> int:
@@ -211,7 +233,7 @@ def _opening(rt: Runtime, incoming: Inbound) -> Opening:
 
 
 def _result(
-    rt: Runtime, turn: TurnState, message: Message, ending: Ending, reply_stored: Item
+    rt: Runtime, turn: TurnState, message: Message, ending: Ending, reply_stored: Item | None
 ) -> RunResult:
     """What ``run_turn`` returns once the reply is stored."""
     asked = turn.proposal if turn.state.approval is not None else None
@@ -221,7 +243,7 @@ def _result(
         state=turn.fsm.state,
         trace_id=turn.trace_id,
         msg_id=message.msg_id,
-        reply_msg_id=f"{turn.trace_id}:{reply_stored.seq}",
+        reply_msg_id="" if reply_stored is None else f"{turn.trace_id}:{reply_stored.seq}",
         tool_calls=turn.records,
         outcome=ending.outcome,
         error=ending.error,
@@ -233,12 +255,22 @@ def _result(
         else [{"tool": c.tool, "arguments": c.arguments} for c in asked.calls],
         tools_failed=nothing_done(turn.records),
         usage=turn.usage,
+        client_calls=client_call_dicts(turn.client_calls),
     )
 
 
-async def _store_reply(rt: Runtime, turn: TurnState, ending: Ending, text: str) -> Item:
-    """Store the reply with the final state; then memory learns from the user's ``text``."""
+async def _store_reply(rt: Runtime, turn: TurnState, ending: Ending, text: str) -> Item | None:
+    """Store the reply with the final state; then memory learns from the user's ``text``.
+
+    A turn that ended with calls to the client's tools stored what the model said with them:
+    only the state is stored (the client's results continue the round)."""
     turn.memory.finish(turn.state.scratch)  # working memory is saved with the reply's state
+    if turn.client.results:
+        ending.learn = False  # a client tool's output is not what the person said
+    if turn.client_calls:
+        await turn.append(rt.store, [])
+        turn.memory.learn_later(turn, text if ending.learn else "")
+        return None
     reply_item = Item(
         "assistant",
         "text",
@@ -275,6 +307,7 @@ async def _run_guarded(
     turn: TurnState,
     slice_: ContextSlice,
     stored: list[Item],
+    text: str,
     *,
     pending: PendingApproval | None = None,
     decision: Decision | None = None,
@@ -286,9 +319,9 @@ async def _run_guarded(
     """
     try:
         correction = pending if decision == "correct" else None
-        messages, tokens = await _context(rt, turn, slice_, stored, correction)
+        messages, tokens = await _context(rt, turn, slice_, stored, correction, text=text)
         approved = pending if decision == "approve" else None
-        ending = await _iterate(rt, turn, messages, tokens, stored[0].content, approved=approved)
+        ending = await _iterate(rt, turn, messages, tokens, text, approved=approved)
     except _TurnTimeout:
         await close_pending(rt, turn)
         seconds = rt.settings.turn_timeout
@@ -340,12 +373,14 @@ async def _context(
     slice_: ContextSlice,
     stored: list[Item],
     correction: PendingApproval | None,
+    *,
+    text: str,
 ) -> tuple[list[dict[str, Any]], int]:
     """The messages of the first model call and their tokens: history (folded when due), the
     memory note and the correction note ending the one system message."""
     window = await _close_gap(rt, turn, slice_)
     budget = rt.message_budget
-    remembered = await _memory_note(rt, turn, stored[0].content)
+    remembered = await _memory_note(rt, turn, text)
     if remembered is not None:  # its room is taken from the history, not added on top
         budget = max(256, budget - message_tokens(remembered))
     built = build_messages(
@@ -383,6 +418,8 @@ async def _iterate(
     approved: PendingApproval | None = None,
 ) -> Ending:
     specs: list[ToolSpec] = rt.offer(turn.user_id, text)
+    if turn.client.tools:  # the client's own tools, beside ours (hermes.agent.client_turn)
+        specs = [*specs, *turn.client.tools]
     steps = ToolStepState()
     ctx = CallContext(
         session_id=turn.session_id,
@@ -411,6 +448,8 @@ async def _iterate(
                 reply, awaiting_slot=awaiting, learn=response.meta.get("learn") is not False
             )
         added = await _tool_step(rt, turn, response, messages=messages, steps=steps, ctx=ctx)
+        if turn.client_calls:  # the client runs them; its results start the next turn
+            return Ending(response.content or "")
         if turn.proposal is not None:
             return Ending(ask_text(turn.proposal, rt.tools, turn.chinese))
         # This turn's own calls and results count against the budget too (seed 001 §2.2).
@@ -497,12 +536,16 @@ async def _tool_step(
     tm = turn.memory
     if not ctx.approved:  # approved calls run exactly as the person saw them
         response = tm.fill(rt.tools, response)
-    calls = response.tool_calls
-    turn.fsm.fire("call_tools")
+    turn.client_calls = turn.client.client_calls(response)
+    calls = [tc for tc in response.tool_calls if tc.name not in turn.client.names]
+    if calls:
+        turn.fsm.fire("call_tools")
     await turn.append(rt.store, assistant_items(response, turn.trace_id, tm.call_meta()))
     turn.pending_calls = [(tc.id, tc.name) for tc in calls]
     call_message = assistant_message(response)
     messages.append(call_message)
+    if not calls:  # only the client's tools: nothing runs here
+        return [call_message]
     results, timed_out = await run_with_proposals(rt, turn, calls, ctx)
     tm.observe(calls, results)
     items, tool_messages = result_items(

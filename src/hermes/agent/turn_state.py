@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from hermes.agent.approvals import PendingApproval
+from hermes.agent.client_turn import NO_CLIENT, ClientTurn
 from hermes.agent.events import AgentEvent
 from hermes.agent.result import ToolCallRecord, TurnOutcome
 from hermes.agent.turn_memory import NO_MEMORY, NO_TURN_MEMORY, MemoryHook, TurnMemory
-from hermes.models.base import Model, ToolSpec, TurnDirective
+from hermes.models.base import Model, ToolCall, ToolSpec, TurnDirective
 from hermes.models.brain import RuleBrain
 from hermes.session.fsm import ConversationState, StateMachineSpec
 from hermes.session.items import Item, SessionState
@@ -148,6 +149,10 @@ class TurnState:
     unsaved: list[Item] = field(default_factory=list)
     #: How the message's channel asked this turn to be handled (an event route's handler).
     directive: TurnDirective | None = None
+    #: What a chat-completions client brought (its tools, results, history).
+    client: ClientTurn = NO_CLIENT
+    #: The calls to the client's tools the turn ended with (the client runs them).
+    client_calls: list[ToolCall] = field(default_factory=list)
 
     def snapshot(self) -> SessionState:
         """A copy of the state to store (the scratch dict keeps changing during the turn)."""

@@ -23,6 +23,7 @@ from hermes.channels.http import (
     health,
     jobs,
     memory,
+    openai_compat,
     sessions,
     turns,
 )
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from hermes.config import LoadedConfig
 
 #: Route modules in the order their routes are matched.
-ROUTERS = (chat, turns, sessions, approvals, memory, health, events, jobs)
+ROUTERS = (chat, turns, sessions, approvals, memory, health, events, jobs, openai_compat)
 
 
 def create_app(
