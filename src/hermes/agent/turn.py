@@ -101,14 +101,13 @@ async def run_turn(
     start, incoming, meta, results = await _start(
         rt, message, session_id, user_id, claim=claim, approval_id=approval_id, client=client
     )
-    record = start.record
     turn = TurnState(
         session_id,
         user_id,
         trace_id,
         texts.is_chinese(message.content),
-        rt.states.attach(record.state.fsm_state, record.state.state_entered_at),
-        record.state,
+        rt.states.attach(start.record.state.fsm_state, start.record.state.state_entered_at),
+        start.record.state,
         emit,
         claim,
         directive=TurnDirective.from_meta(message.meta),

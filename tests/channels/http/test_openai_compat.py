@@ -324,6 +324,22 @@ async def test_unknown_and_unused_openai_parameters_are_accepted(
         ([{"role": "tool", "content": "x"}], {}, "messages[0].tool_call_id"),
         ([{"role": "user", "content": "   "}], {}, "messages[0].content"),
         ([{"role": "user", "content": "hi"}], {"tools": [{"type": "function"}]}, "tools[0]"),
+        (
+            [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "what is in this picture?"},
+                        {
+                            "type": "image_url",
+                            "image_url": {"url": "data:image/png;base64,iVBORw0K"},
+                        },
+                    ],
+                }
+            ],
+            {},
+            "messages[0].content",
+        ),
     ],
 )
 async def test_bad_requests_are_the_clients_bad_request_error(

@@ -168,11 +168,27 @@ def text_of(content: object) -> str:
     return ""
 
 
+def _refuse_non_text(content: object, index: int) -> None:
+    """400 for a new message with parts other than text (an image, audio, a file): the agent
+    reads text only, and answering the text alone would answer a question not asked. (Earlier
+    messages keep their text: refusing them would refuse every later turn of such a chat.)"""
+    if not isinstance(content, list):
+        return
+    other = sorted({str(p.get("type")) for p in content if p.get("type") != "text"})
+    if other:
+        raise bad_request(
+            f"messages[{index}] has {', '.join(other)} content; this agent reads text only — "
+            "send the text alone / 该智能体只接受文本，消息中含有图片、音频或文件",
+            param=f"messages[{index}].content",
+        )
+
+
 def _input(messages: list[dict[str, Any]]) -> tuple[str, tuple[ClientResult, ...], int]:
     """The new input of a request — the last user message, or the tool results that end the
     list — and the index where it starts."""
     last = messages[-1]
     if last["role"] == "user":
+        _refuse_non_text(last.get("content"), len(messages) - 1)
         text = text_of(last.get("content"))
         if not text.strip():
             raise bad_request(
