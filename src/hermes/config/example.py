@@ -158,4 +158,14 @@ scheduler:
   deliver_attempts: 4       # POST attempts per delivery (retried with backoff on 5xx/429/network)
   deliver_timeout: 10       # seconds per attempt
 # --- end sched ---
+
+# --- plans ---
+# Multi-call plans: named templates of dependent tool calls (docs/plans.md).
+# 多步调用计划：plans/ 目录下的命名模板；默认 API 和模型只能启动模板。
+plans:
+  dir: plans                # the templates: plans/*.yaml (hermes plan run NAME)
+  allow_freeform: false     # the HTTP API and models may start only templates
+  concurrency: 8            # nodes of one run calling their tools at once
+  lease_seconds: 30         # a dead runner's run can be resumed after this long
+# --- end plans ---
 """

@@ -23,6 +23,7 @@ from pydantic import (
 from hermes.config.checks import check_scopes
 from hermes.config.local import check_timezone, os_user_id
 from hermes.config.mcp import ServerConfig, parse_mcp_servers
+from hermes.config.plans import PlansConfig  # --- plans --- (one line)
 from hermes.config.scheduler import SchedulerConfig  # --- sched --- (one line)
 from hermes.config.server import ServerConfig as HttpServerConfig
 from hermes.config.urls import http_url
@@ -395,6 +396,7 @@ class MemoryConfig(_Section):
 _SECTIONS = (
     "agent", "store", "logging", "brain", "tools", "rbac", "mcp_serve", "memory", "server",
     "scheduler",  # --- sched --- (one line)
+    "plans",  # --- plans --- (one line)
 )  # fmt: skip
 
 
@@ -419,6 +421,9 @@ class HermesConfig(_Section):
     # --- sched: cron jobs (``hermes.config.scheduler``) ---
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     # --- end sched ---
+    # --- plans: multi-call plans (``hermes.config.plans``) ---
+    plans: PlansConfig = Field(default_factory=PlansConfig)
+    # --- end plans ---
 
     @field_validator("mcp_servers", mode="before")
     @classmethod
