@@ -14,6 +14,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from hermes.agent.plans import AgentPlans, PlanSetup
 from hermes.errors import HermesError, ToolError
 from hermes.tools.base import ToolContext
 from hermes.tools.decorator import make_tool
@@ -21,7 +22,6 @@ from hermes.tools.plans import run_json
 
 if TYPE_CHECKING:
     from hermes.agent.agent import Agent
-    from hermes.agent.plans import PlanSetup
 
 __all__ = ["RUN_PLAN", "PlanFailedError", "offer_run_plan"]
 
@@ -79,8 +79,6 @@ def offer_run_plan(agent: Agent, setup: PlanSetup) -> None:
 
 
 async def _run(agent: Agent, template: str, params: dict[str, Any], ctx: ToolContext) -> Any:
-    from hermes.agent.plans import AgentPlans
-
     async with AgentPlans(agent) as plans:
         try:
             run = await plans.runner.start(

@@ -68,12 +68,9 @@ _setups: weakref.WeakKeyDictionary[Agent, PlanSetup] = weakref.WeakKeyDictionary
 
 
 def configure_plans(agent: Agent, setup: PlanSetup) -> None:
-    """Give ``agent`` its plan setup (the factory does, from ``plans``), and offer the
-    ``run_plan`` tool when there are templates."""
+    """Give ``agent`` its plan setup (the factory does, from ``plans``; it then offers the
+    ``run_plan`` tool: ``hermes.agent.plan_tool``)."""
     _setups[agent] = setup
-    from hermes.agent.plan_tool import offer_run_plan
-
-    offer_run_plan(agent, setup)
 
 
 def plan_setup(agent: Agent) -> PlanSetup:
