@@ -323,7 +323,10 @@ def _alternation(words: Iterable[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
-_SEEN_WORDS = r"(?:刚才|刚刚|之前|上次)?(?:你)?(?:查到|查出来|查出|找到|搜到|返回|看到|查|订好|预订|预定|订)的"
+_SEEN_WORDS = (
+    r"(?:刚才|刚刚|之前|上次)?(?:你)?"
+    r"(?:查到|查出来|查出|找到|搜到|返回|看到|查|订好|预订|预定|订)的"
+)
 _SAME = re.compile(
     r"(?P<day>同一天|那一?天|当天)"
     r"|(?P<zdet>" + _SEEN_WORDS + r"|我自己的|我们的|我的|同一个?|同样的?|相同的?|这个|那个|刚才的?"

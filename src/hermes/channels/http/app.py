@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 
 from hermes import __version__
-from hermes.channels.http import approvals, chat, health, memory, sessions, turns
+from hermes.channels.http import approvals, chat, health, memory, plans, sessions, turns
 from hermes.channels.http.errors import install_error_handlers
 from hermes.channels.http.idempotency import close_request_keys
 from hermes.channels.http.middleware import install_middleware
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from hermes.config import LoadedConfig
 
 #: Route modules in the order their routes are matched.
-ROUTERS = (chat, turns, sessions, approvals, memory, health)
+ROUTERS = (chat, turns, sessions, approvals, memory, plans, health)
 
 
 def create_app(
