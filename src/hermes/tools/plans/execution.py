@@ -24,15 +24,18 @@ from typing import Any
 from hermes.models.base import ToolCall
 from hermes.tools.base import ToolResult
 from hermes.tools.pipeline import CallContext, ToolExecutor
-from hermes.tools.plan_runs import NodeStatus, PlanRun, PlanRuns, RunError
+from hermes.tools.plan_runs import NodeChange, NodeStatus, PlanRun, PlanRuns, RunError
 from hermes.tools.plans.events import EventSink, PlanEvent
 from hermes.tools.plans.node_key import NODE_KEY_EXTRA, REPLAY_ONLY_EXTRA
 from hermes.tools.plans.spec import NodeSpec, PlanSpec
 from hermes.tools.plans.templates import Ref, TemplateError, lookup_path, render
+from hermes.tools.plans.writes import NodeWrites
 
 __all__ = ["Execution", "node_result"]
 
 ENDED: frozenset[NodeStatus] = frozenset({"succeeded", "failed", "skipped", "compensated"})
+#: A read-only call that ends this soon commits ``running`` and its outcome together.
+RUNNING_GRACE_S = 0.005
 
 
 def node_result(output: Any) -> Any:
@@ -65,8 +68,15 @@ class Execution:
     _by_id: dict[str, NodeSpec] = field(default_factory=dict)
     _dependants: dict[str, list[str]] = field(default_factory=dict)
     _waiting: dict[str, int] = field(default_factory=dict)
+    writes: NodeWrites = field(init=False)
+    _tasks: set[asyncio.Task[str]] = field(default_factory=set)
+    _limit: asyncio.Semaphore = field(default_factory=asyncio.Semaphore)
+    _idle: asyncio.Event = field(default_factory=asyncio.Event)
+    #: What stopped the run (the store's error, a lost lease), raised by ``execute``.
+    _failure: BaseException | None = None
 
     def __post_init__(self) -> None:
+        self.writes = NodeWrites(self.runs, self.run.run_id, self.run.token)
         self._by_id = {node.id: node for node in self.spec.nodes}
         self._dependants = {node.id: [] for node in self.spec.nodes}
         for node in self.spec.nodes:
@@ -107,23 +117,45 @@ class Execution:
         (then the nodes not started are skipped). Raises what the store raises
         (``LeaseLostError`` when another runner took the run over) after the running calls
         were stopped."""
-        limit = asyncio.Semaphore(self.concurrency)
-        tasks: set[asyncio.Task[str]] = set()
-        ready = [n.id for n in self.spec.nodes if self._waiting[n.id] == 0 and self._open(n.id)]
+        self._limit = asyncio.Semaphore(self.concurrency)
+        for node in self.spec.nodes:
+            if self._waiting[node.id] == 0 and self._open(node.id):
+                self._launch(node.id)
         try:
-            while ready or tasks:
-                for node_id in ready:
-                    tasks.add(asyncio.create_task(self._advance(node_id, limit)))
-                ready = []
-                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    tasks.discard(task)
-                    ready.extend(self._released_by(task.result()))
+            if self._tasks:
+                await self._idle.wait()
         except BaseException:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._stop_all()
             raise
+        if self._failure is not None:
+            await self._stop_all()
+            raise self._failure
+
+    def _launch(self, node_id: str) -> None:
+        task = asyncio.create_task(self._advance(node_id, self._limit))
+        self._tasks.add(task)
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[str]) -> None:
+        """A node's task ended: release its dependants (each completion costs only its own
+        edges — no wait over every running task)."""
+        self._tasks.discard(task)
+        if task.cancelled() or task.exception() is not None:
+            if self._failure is None:
+                self._failure = task.exception() or asyncio.CancelledError()
+            self._idle.set()
+            return
+        if self._failure is None:
+            for node_id in self._released_by(task.result()):
+                self._launch(node_id)
+        if not self._tasks:
+            self._idle.set()
+
+    async def _stop_all(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _open(self, node_id: str) -> bool:
         return self.status[node_id] in ("pending", "running")
@@ -178,9 +210,38 @@ class Execution:
             return
         if resumed and not self._safe_to_repeat(node, arguments):
             extras[REPLAY_ONLY_EXTRA] = True
-        await self._set(node.id, "running")
-        result = await self._call(node.tool, f"{self.run_id}:{node.id}", arguments, extras)
-        await self._settle(node.id, result)
+        call_id = f"{self.run_id}:{node.id}"
+        if self._read_only(node, arguments):
+            await self._run_read_only(node, call_id, arguments, extras)
+            return
+        await self._set(node.id, "running")  # on disk before anything can take effect
+        result = await self._call(node.tool, call_id, arguments, extras)
+        await self._apply([self._outcome(node.id, result)])
+
+    async def _run_read_only(
+        self, node: NodeSpec, call_id: str, arguments: dict[str, Any], extras: dict[str, Any]
+    ) -> None:
+        """A read-only call need not be ``running`` on disk before it starts (cut off before
+        that, it is pending on resume and simply runs again): one that ends within
+        :data:`RUNNING_GRACE_S` commits ``running`` and its outcome together."""
+        call = asyncio.ensure_future(self._call(node.tool, call_id, arguments, extras))
+        try:
+            done, _ = await asyncio.wait({call}, timeout=RUNNING_GRACE_S)
+            if done:
+                await self._apply(
+                    [NodeChange(node.id, "running"), self._outcome(node.id, call.result())]
+                )
+                return
+            await self._set(node.id, "running")
+            result = await call
+        except BaseException:
+            call.cancel()
+            raise
+        await self._apply([self._outcome(node.id, result)])
+
+    def _read_only(self, node: NodeSpec, arguments: Mapping[str, Any]) -> bool:
+        tool = self.executor.registry.get(node.tool)
+        return tool is not None and not tool.has_side_effects(arguments)
 
     def _safe_to_repeat(self, node: NodeSpec, arguments: Mapping[str, Any]) -> bool:
         tool = self.executor.registry.get(node.tool)
@@ -202,16 +263,12 @@ class Execution:
         )
         return await self.executor.run(ToolCall(id=call_id, name=tool, arguments=arguments), ctx)
 
-    async def _settle(self, node_id: str, result: ToolResult) -> None:
+    def _outcome(self, node_id: str, result: ToolResult) -> NodeChange:
         if result.ok:
-            value = node_result(result.output)
-            self.results[node_id] = value
-            await self._set(node_id, "succeeded", result=value)
-            self.completed.append(node_id)
-            return
+            return NodeChange(node_id, "succeeded", result=node_result(result.output))
         error = result.error
         kind, message = (error.type, error.message) if error is not None else ("error", "failed")
-        await self._fail(node_id, RunError(kind, message))
+        return NodeChange(node_id, "failed", error=RunError(kind, message))
 
     async def _fail(self, node_id: str, error: RunError) -> None:
         await self._set(node_id, "failed", error=error)
@@ -219,13 +276,22 @@ class Execution:
     async def _set(
         self, node_id: str, status: NodeStatus, *, result: Any = None, error: RunError | None = None
     ) -> None:
-        await self.runs.set_node(
-            self.run_id, self.token, node_id, status, result=result, error=error
-        )
-        self.status[node_id] = status
-        if error is not None:
-            self.errors[node_id] = error
-        self.on_event(PlanEvent("node", self.run_id, node_id=node_id, status=status, error=error))
+        await self._apply([NodeChange(node_id, status, result, error)])
+
+    async def _apply(self, changes: list[NodeChange]) -> None:
+        """Commit ``changes`` (one batch), then act on them: states, results, events."""
+        await self.writes.write_many(changes)
+        for change in changes:
+            node_id, status = change.node_id, change.status
+            self.status[node_id] = status
+            if status == "succeeded":
+                self.results[node_id] = change.result
+                self.completed.append(node_id)
+            if change.error is not None:
+                self.errors[node_id] = change.error
+            self.on_event(
+                PlanEvent("node", self.run_id, node_id=node_id, status=status, error=change.error)
+            )
 
     def resolver(self) -> Callable[[Ref], Any]:
         """What renders templates against this run's params and results (nodes, outputs,
