@@ -91,6 +91,13 @@ def test_a_template_inside_text_becomes_text(value: Any, prefix: str, suffix: st
     assert text == prefix + shown + suffix + "!"
 
 
+def test_two_templates_in_one_string_are_two_values() -> None:
+    resolve = _resolver({}, {"a": 41, "b": 1})
+    assert render("{{params.a}} + {{params.b}}", resolve) == "41 + 1"
+    assert render("{{params.a}}{{params.b}}", resolve) == "411"
+    assert render("{{params.a}}", resolve) == 41
+
+
 def test_params_and_quoted_keys() -> None:
     resolve = _resolver({"n1": {"a b": [1, {"c": True}]}}, {"city": "北京"})
     assert render('{{ n1.result["a b"][1].c }}', resolve) is True

@@ -23,7 +23,8 @@ from typing import Any
 
 __all__ = ["Ref", "TemplateError", "TemplateSyntaxError", "lookup_path", "references", "render"]
 
-_TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+#: ``{{…}}`` with no ``}}`` inside: "{{a}} + {{b}}" is two templates, never one spanning both.
+_TEMPLATE = re.compile(r"\{\{((?:(?!\}\}).)*)\}\}", re.DOTALL)
 _HEAD = re.compile(r"\s*([A-Za-z0-9_][A-Za-z0-9_-]{0,127})")
 _SEGMENT = re.compile(r"\.([A-Za-z0-9_-]+)|\[\s*(-?\d+)\s*\]|\[\s*\"((?:[^\"\\]|\\.)*)\"\s*\]")
 _MAX_DEPTH = 64
