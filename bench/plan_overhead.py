@@ -1,6 +1,7 @@
 """Multi-call plans: the runner's own cost per node, and a wide plan's wall time against its
 critical path (BENCHMARKS.md, "Multi-call plans").
 
+0. **Validation** of a 10,000-node chain (parse + every check), the median.
 1. **Overhead per node.** A 1,000-node plan of async no-op tools, run by ``PlanRunner`` on the
    plain tool chain with its record in a real SQLite ``plans.db`` (WAL, two committed writes
    per node: ``running`` and the outcome, each the moment it happens). Two shapes: a chain
@@ -36,7 +37,7 @@ from hermes.models.base import ToolCall
 from hermes.tools import ToolRegistry, tool
 from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.plan_runs import PlanRuns
-from hermes.tools.plans import PlanRunner, PlanSettings, parse_plan
+from hermes.tools.plans import PlanRunner, PlanSettings, check_plan, parse_plan
 from hermes.tools.policies import PolicyState
 
 NODES = 1000
@@ -177,8 +178,23 @@ async def critical_path(runs: PlanRuns, rounds: int) -> dict[str, tuple[float, l
     return times
 
 
+def validation(rounds: int) -> list[float]:
+    """Parse and validate a 10,000-node chain whose nodes read their parent's result."""
+    plan = chain_plan(10_000)
+    registry = ToolRegistry([noop])
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        problems = check_plan(parse_plan(plan), registry)
+        times.append(time.perf_counter() - start)
+        assert problems == []
+    return times
+
+
 async def main(rounds: int) -> None:
     print(f"{platform.machine()} · {platform.python_implementation()} {platform.python_version()}")
+    checked = validation(rounds)
+    print(f"\n0. parse + validate a 10,000-node plan: {statistics.median(checked) * 1000:.0f} ms")
     with tempfile.TemporaryDirectory() as tmp:
         runs = open_plan_runs(Path(tmp) / "plans.db")
         try:
