@@ -52,6 +52,7 @@ ErrorCode = Literal[
     "invalid_plan",  # hermes.tools.plans
     "template_not_found",
     "plan_busy",
+    "plan_failed",  # hermes.agent.plan_tool: the run_plan tool's plan ran and failed
 ]
 
 
