@@ -220,3 +220,41 @@ async def test_a_key_sees_only_its_own_users_runs(agent: Agent) -> None:
         shown = await client.get(f"/v1/plans/{run_id}", headers=bearer(ALICE_KEY))
         assert shown.status_code == 200
         assert shown.json()["user_id"] == "alice"
+
+
+async def test_one_idempotency_key_starts_one_run(agent: Agent, gate: Gate) -> None:
+    body = {"template": "meeting", "params": {"room": "R5"}}
+    headers = {"Idempotency-Key": "book-R5-once"}
+    async with _client(agent) as client:
+        first = await client.post("/v1/plans", json=body, headers=headers)
+        assert first.status_code == 200, first.text
+        first_run = _events(first.text)[-1][2]
+        again = await client.post("/v1/plans", json=body, headers=headers)
+        assert again.status_code == 200, again.text
+        assert again.headers["Idempotency-Replayed"] == "true"
+        events = _events(again.text)
+        assert [kind for kind, _, _ in events] == ["plan_started", "plan"]
+        assert events[-1][2] == first_run
+        other = await client.post(
+            "/v1/plans", json={**body, "params": {"room": "R6"}}, headers=headers
+        )
+        assert other.status_code == 409
+        assert other.json()["error"]["type"] == "idempotency_conflict"
+    assert gate.effects == ["book R5", "invite b-R5"]  # the plan ran once
+
+
+async def test_a_retry_while_the_first_runs_follows_that_run(agent: Agent, gate: Gate) -> None:
+    gate.open.clear()
+    body = {"template": "meeting", "params": {"room": "R8"}}
+    headers = {"Idempotency-Key": "book-R8-once"}
+    async with _client(agent) as client:
+        first = asyncio.create_task(client.post("/v1/plans", json=body, headers=headers))
+        await asyncio.wait_for(gate.entered.wait(), timeout=10)
+        retry = asyncio.create_task(client.post("/v1/plans", json=body, headers=headers))
+        await asyncio.sleep(0.3)  # the retry is following the run, not starting one
+        gate.open.set()
+        answers = await asyncio.wait_for(asyncio.gather(first, retry), timeout=20)
+    finals = [_events(a.text)[-1][2] for a in answers]
+    assert finals[0] == finals[1]
+    assert finals[0]["status"] == "succeeded"
+    assert gate.effects == ["book R8", "invite b-R8"]
