@@ -10,7 +10,7 @@ from typing import Any
 from hermes import tool
 from hermes.models.base import ToolCall
 from hermes.tools.pipeline import CallContext
-from hermes.tools.plan_runs import PlanRuns
+from hermes.tools.plan_runs import PlanRuns, RunError
 from hermes.tools.plans import PlanRunner, parse_plan
 from hermes.tools.plans.node_key import NODE_KEY_EXTRA
 
@@ -172,3 +172,31 @@ async def test_resuming_a_finished_run_changes_nothing(make_runner: Runner) -> N
     again = await runner.resume(done.run_id)
     assert again.status == "succeeded"
     assert effects.counts == counts
+
+
+async def test_a_saga_cut_off_by_a_crash_is_finished_on_resume(
+    make_runner: Runner, plan_runs: PlanRuns
+) -> None:
+    effects = Effects()
+    plan = _plan("look")
+    plan["nodes"].insert(
+        1, {"id": "n0", "tool": "book", "params": {"room": "r0"}, "compensate": UNDO}
+    )
+    spec = parse_plan(plan)
+    claim = await plan_runs.create(
+        spec.name, spec=spec.to_data(), params={}, node_ids=["n1", "n0", "n2", "n3"], lease=0.05
+    )
+    run_id, token = claim.run.run_id, claim.token
+    for node_id in ("n1", "n0"):
+        await plan_runs.set_node(run_id, token, node_id, "running")
+        await plan_runs.set_node(run_id, token, node_id, "succeeded", result={"booking": "b"})
+    await plan_runs.set_node(run_id, token, "n2", "running")
+    await plan_runs.set_node(run_id, token, "n2", "failed", error=RunError("x", "broke"))
+    await plan_runs.set_node(run_id, token, "n3", "skipped")
+    await plan_runs.record_compensation(run_id, token, "n0")  # then the process died
+    run = await make_runner(*effects.tools()).resume(run_id)
+    assert run.status == "compensated"
+    assert {n: v.status for n, v in run.nodes.items()} == {
+        "n1": "compensated", "n0": "compensated", "n2": "failed", "n3": "skipped"
+    }  # fmt: skip
+    assert effects.counts == {"cancel": 1}  # only n1's compensation was left to run

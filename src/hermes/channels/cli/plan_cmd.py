@@ -140,7 +140,9 @@ def plan_list(as_json: JsonFlag = False) -> None:
     if not path.exists():  # no database yet: no run was ever recorded (and listing creates none)
         entries: list[dict[str, Any]] = []
     else:
-        runs = compose.open_plan_runs(compose.open_store(path))
+        store = compose.open_store(path)
+        runs = compose.open_plan_runs(store)
+        run_async(store.close)  # only its place was needed: plans.db beside it
 
         async def listing() -> list[dict[str, Any]]:
             try:

@@ -61,9 +61,12 @@ def _outputs(execution: Execution) -> dict[str, Any]:
 
 
 async def _compensate(execution: Execution) -> tuple[int, bool]:
-    """Run the compensations backwards; how many ran and whether all succeeded."""
+    """Run the compensations backwards; how many ran and whether all succeeded. A saga cut
+    off by a crash is finished on resume: the nodes it had compensated count as run, the
+    others (a failed compensation included) are compensated now."""
     by_id = {node.id: node for node in execution.spec.nodes}
-    ran, all_ok = 0, True
+    ran = sum(1 for status in execution.status.values() if status == "compensated")
+    all_ok = True
     for node_id in reversed(execution.completed):
         node = by_id[node_id]
         if node.compensate is None or execution.status[node_id] != "succeeded":
