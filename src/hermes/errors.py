@@ -49,6 +49,10 @@ ErrorCode = Literal[
     "invalid_digest",
     "lease_lost",  # event dedupe, job runs, plan runs
     "run_not_found",
+    "invalid_plan",  # hermes.tools.plans
+    "template_not_found",
+    "plan_busy",
+    "plan_failed",  # hermes.agent.plan_tool: the run_plan tool's plan ran and failed
 ]
 
 
@@ -150,6 +154,35 @@ class NodeTransitionError(HermesError):
     the plan runner, not a user error; ``hermes.tools.plan_runs.NODE_TRANSITIONS``)."""
 
     code: ErrorCode = "invalid_transition"
+    status = 409
+
+
+class PlanInvalidError(InvalidInputError):
+    """A multi-call plan (or its params) was refused before anything ran; ``problems`` holds
+    ``(node ids, message)`` pairs, each naming the nodes it is about (``hermes.tools.plans``)."""
+
+    code: ErrorCode = "invalid_plan"
+    status = 400
+
+    def __init__(
+        self, message: str, *, problems: list[tuple[list[str], str]] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.problems = problems or []
+
+
+class PlanTemplateNotFoundError(InvalidInputError):
+    """No plan template of that name in ``plans.dir`` (``hermes.tools.plans.library``)."""
+
+    code: ErrorCode = "template_not_found"
+    status = 404
+
+
+class PlanBusyError(HermesError):
+    """A plan run is held by another live runner (its lease has not passed), or this runner
+    lost its claim to a newer one: nothing was run (``hermes.tools.plans``)."""
+
+    code: ErrorCode = "plan_busy"
     status = 409
 
 

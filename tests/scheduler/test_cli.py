@@ -81,10 +81,10 @@ def test_a_failed_run_exits_3_with_its_error(hermes):
     assert result.returncode == 3, result
     run = result.json()
     assert run["status"] == "failed"
-    assert "plan jobs need the plans feature" in run["error"]
+    assert "template_not_found" in run["error"]  # no plans/ directory here
     text = hermes("jobs", "run", "weekly-plan")
     assert text.returncode == 3
-    assert "plan jobs need the plans feature" in text.stderr
+    assert "template_not_found" in text.stderr
     text.assert_no_traceback()
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from hermes.scheduler.actions import PLANS_MISSING
 from hermes.scheduler.runs import JobRun
 from hermes.scheduler.service import JobNotFoundError
 from hermes.storage.sqlite.job_runs import SQLiteJobRuns
@@ -207,16 +206,35 @@ async def test_an_unknown_job_is_refused_naming_the_jobs(open_scheduler):
     assert caught.value.status == 404
 
 
-async def test_a_plan_job_fails_clearly_until_plans_exist(open_scheduler, clock):
-    job = message_job()
+async def test_a_plan_job_runs_its_template_for_its_session(open_scheduler, agent, tmp_path):
+    import json
     from dataclasses import replace
 
-    plan_job = replace(job, action="plan", message=None, plan={"template": "report", "params": {}})
-    scheduler = open_scheduler([plan_job])
-    report = await scheduler.run_job("daily-report")
-    assert report.run.status == "failed"
-    assert "plan jobs need the plans feature" in (report.run.error or "")
-    assert report.run.error == PLANS_MISSING
+    from hermes.agent.plans import PlanSetup, configure_plans
+    from hermes.tools.builtin import BUILTIN_TOOLS
+    from hermes.tools.plans.library import PlanLibrary
+
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "report.yaml").write_text(
+        "params: {n: {type: integer}}\n"
+        "nodes: [{id: add, tool: calculator, params: {expression: '{{params.n}} + 1'}}]\n"
+        "outputs: {total: '{{add.result.result}}'}\n",
+        encoding="utf-8",
+    )
+    agent.tools.register(BUILTIN_TOOLS["calculator"])
+    configure_plans(agent, PlanSetup(PlanLibrary(tmp_path / "plans")))
+    plan_job = replace(
+        message_job(), action="plan", message=None, plan={"template": "report", "params": {"n": 41}}
+    )
+    report = await open_scheduler([plan_job]).run_job("daily-report")
+    assert report.run.status == "succeeded", report.run.error
+    reply = json.loads(report.reply or "")
+    assert reply["status"] == "succeeded"
+    assert reply["outputs"] == {"total": 42}
+    missing = replace(plan_job, plan={"template": "nope", "params": {}})
+    failed = await open_scheduler([missing]).run_job("daily-report")
+    assert failed.run.status == "failed"
+    assert "template_not_found" in (failed.run.error or "")
 
 
 async def test_a_function_job_gets_the_agent_and_its_text_is_the_reply(open_scheduler, agent):

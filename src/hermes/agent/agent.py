@@ -33,6 +33,7 @@ from hermes.models.brain import RuleBrain
 from hermes.observe import get_logger, log_context
 from hermes.session.fsm import StateMachineSpec
 from hermes.session.ids import new_session_id, validate_session_id, validate_user_id
+from hermes.session.locks import SessionClaim
 from hermes.session.store import Store
 from hermes.session.summary import ExtractiveSummarizer, Summarizer
 from hermes.session.tokens import message_tokens
@@ -365,6 +366,18 @@ class Agent:
     def turn_timeout(self) -> float:
         """Seconds a whole turn may take (and a turn waits at most for its session)."""
         return self._runtime.settings.turn_timeout
+
+    @property
+    def workspace(self) -> Path:
+        """The tools' working directory (``tools.workspace``)."""
+        return self._runtime.settings.workspace
+
+    def session_claim(
+        self, session_id: str, *, wait: float
+    ) -> contextlib.AbstractAsyncContextManager[SessionClaim]:
+        """Hold ``session_id`` as a turn does (one writer at a time, across processes):
+        what writes into a session from outside a turn use (a finished plan run)."""
+        return self._locks.claim(session_id, wait=wait)
 
     @property
     def authorizer(self) -> Authorizer | None:

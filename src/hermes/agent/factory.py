@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from hermes.agent.agent import Agent
 from hermes.agent.compose import check_store_backend, open_store
+from hermes.agent.plan_tool import offer_run_plan
+from hermes.agent.plans import PlanSetup, configure_plans
 from hermes.config import LoadedConfig
 from hermes.config.schema import RbacConfig
 from hermes.models.base import Model
@@ -92,6 +94,9 @@ def build_agent(
     agent.tool_extras["protected_paths"] = [str(p) for p in protected if p is not None]
     if loaded.config.agent.timezone is not None:  # the clock's zone when a message names none
         agent.tool_extras[DEFAULT_TIMEZONE_KEY] = loaded.config.agent.timezone
+    plans = PlanSetup.from_config(loaded.config.plans, loaded.base_dir)
+    configure_plans(agent, plans)
+    offer_run_plan(agent, plans)  # when plans.dir holds templates
     return agent
 
 

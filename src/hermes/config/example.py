@@ -170,4 +170,13 @@ webhooks:
                             #   handler: {prompt: "告警：{content}。处理并通知值班群"},
                             #   secret: null}}   (or handler: {intent: NAME} of the rule brain)
 # --- end events ---
+# --- plans ---
+# Multi-call plans: named templates of dependent tool calls (docs/plans.md).
+# 多步调用计划：plans/ 目录下的命名模板；默认 API 和模型只能启动模板。
+plans:
+  dir: plans                # the templates: plans/*.yaml (hermes plan run NAME)
+  allow_freeform: false     # the HTTP API and models may start only templates
+  concurrency: 8            # nodes of one run calling their tools at once
+  lease_seconds: 30         # a dead runner's run can be resumed after this long
+# --- end plans ---
 """

@@ -23,6 +23,7 @@ from pydantic import (
 from hermes.config.checks import check_scopes
 from hermes.config.local import check_timezone, os_user_id
 from hermes.config.mcp import ServerConfig, parse_mcp_servers
+from hermes.config.plans import PlansConfig  # --- plans --- (one line)
 from hermes.config.scheduler import SchedulerConfig  # --- sched --- (one line)
 from hermes.config.server import ServerConfig as HttpServerConfig
 from hermes.config.urls import http_url
@@ -397,6 +398,7 @@ _SECTIONS = (
     "agent", "store", "logging", "brain", "tools", "rbac", "mcp_serve", "memory", "server",
     "scheduler",  # --- sched --- (one line)
     "webhooks",  # --- events --- (one line)
+    "plans",  # --- plans --- (one line)
 )  # fmt: skip
 
 
@@ -424,6 +426,9 @@ class HermesConfig(_Section):
     # --- events: inbound webhooks (``hermes.config.webhooks``) ---
     webhooks: WebhooksConfig = Field(default_factory=WebhooksConfig)
     # --- end events ---
+    # --- plans: multi-call plans (``hermes.config.plans``) ---
+    plans: PlansConfig = Field(default_factory=PlansConfig)
+    # --- end plans ---
 
     @field_validator("mcp_servers", mode="before")
     @classmethod

@@ -293,6 +293,8 @@ _NOUNS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     "account": (("account", "accountid", "username", "userid", "customerid"), ("accountid",)),
     "address": (("address", "shippingaddress", "deliveryaddress"), ("address",)),
     "phone": (("phone", "mobile", "phonenumber", "tel"), ("phone", "phonenumber")),
+    # seed 003 §5: "我上次订的会议室" — the room a booking plan or tool returned
+    "room": (("room", "roomid", "meetingroom", "roomno", "roomnumber"), ("roomid",)),
     "call": ((), ()),
 }
 _NOUN_WORDS: Final[dict[str, str]] = {
@@ -311,6 +313,7 @@ _NOUN_WORDS: Final[dict[str, str]] = {
     "手机号": "phone", "手机": "phone", "电话": "phone", "phone": "phone",
     "快递": "order", "包裹": "order", "package": "order", "parcel": "order",
     "城市": "city", "地方": "city", "city": "city", "place": "city",
+    "会议室": "room", "房间": "room", "room": "room",
     "数据": "call", "结果": "call", "报告": "call", "查询": "call", "data": "call",
     "result": "call", "results": "call", "report": "call", "query": "call",
 }  # fmt: skip
@@ -320,7 +323,10 @@ def _alternation(words: Iterable[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
-_SEEN_WORDS = r"(?:刚才|刚刚|之前|上次)?(?:你)?(?:查到|查出来|查出|找到|搜到|返回|看到|查)的"
+_SEEN_WORDS = (
+    r"(?:刚才|刚刚|之前|上次)?(?:你)?"
+    r"(?:查到|查出来|查出|找到|搜到|返回|看到|查|订好|预订|预定|订)的"
+)
 _SAME = re.compile(
     r"(?P<day>同一天|那一?天|当天)"
     r"|(?P<zdet>" + _SEEN_WORDS + r"|我自己的|我们的|我的|同一个?|同样的?|相同的?|这个|那个|刚才的?"

@@ -4,9 +4,9 @@ like any other, run by the agent).
 - :func:`run_message`: the job's ``message`` as a turn of its session, through the agent. The
   one place a scheduled message enters the agent: when the channels' intake path exists, this
   is the call to switch to it.
-- :func:`run_plan`: ``plan`` jobs. Plans are not part of this build yet, so the run fails
-  with :data:`PLANS_MISSING` (a clear failed run, never a silent success); this is the
-  function to switch to the plan runner.
+- :func:`run_plan`: ``plan`` jobs: the named template of the agent's ``plans.dir`` with the
+  job's params, run by the plan runner for the job's session and user; a run that failed or
+  was compensated is a failed job run (its reply is the run object as JSON either way).
 - :func:`run_function`: an ``@scheduled_job`` function, given the agent.
 
 Each returns an :class:`Outcome`; none raises for the job's own failure (errors are data).
@@ -24,12 +24,8 @@ from hermes.scheduler.jobs import Job
 if TYPE_CHECKING:
     from hermes.agent.agent import Agent
 
-__all__ = ["PLANS_MISSING", "Outcome", "run_action", "run_function", "run_message", "run_plan"]
+__all__ = ["Outcome", "run_action", "run_function", "run_message", "run_plan"]
 
-#: The error of a ``plan`` job's run until plans are part of Hermes.
-PLANS_MISSING = (
-    "plan jobs need the plans feature (not in this build of Hermes) / 计划任务需要计划功能"
-)
 #: The channel of a scheduled turn (``Message.channel``).
 CHANNEL = "scheduler"
 _MAX_ERROR_CHARS = 500
@@ -79,9 +75,29 @@ async def run_message(job: Job, agent: Agent, *, trace_id: str) -> Outcome:
 
 
 async def run_plan(job: Job, agent: Agent, *, trace_id: str) -> Outcome:
-    """A ``plan`` job: refused with :data:`PLANS_MISSING` until plans are built."""
-    del agent, trace_id
-    return Outcome(None, PLANS_MISSING)
+    """A ``plan`` job: its template run to the end; the reply is the ``plan run --json``
+    object with the outputs. Refused (unknown template, bad params) or not ``succeeded``:
+    a failed run with the reason."""
+    import json
+
+    from hermes.agent.plans import AgentPlans  # the plans machinery loads for plan jobs only
+    from hermes.tools.plans import run_json
+
+    assert job.plan is not None
+    template, params = job.plan["template"], job.plan.get("params") or {}
+    try:
+        async with AgentPlans(agent) as plans:
+            run = await plans.start_template(
+                template, params, user_id=job.user_id, session_id=job.session_id,
+                trace_id=trace_id,
+            )  # fmt: skip
+    except HermesError as exc:
+        return Outcome(None, _clip(f"{exc.code}: {exc.message}"))
+    reply = json.dumps({**run_json(run), "outputs": run.outputs}, ensure_ascii=False, default=str)
+    if run.status != "succeeded":
+        reason = run.error.message if run.error is not None else run.status
+        return Outcome(reply, _clip(f"plan {template} {run.status} (run {run.run_id}): {reason}"))
+    return Outcome(reply)
 
 
 async def run_function(job: Job, agent: Agent, *, trace_id: str) -> Outcome:

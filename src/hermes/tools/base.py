@@ -7,7 +7,7 @@ goes back to the model so it can correct itself, and to the log and metrics.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -100,7 +100,11 @@ class Tool:
     each call; ``sandbox`` — ``"process"`` runs the call in a separate, limited process;
     ``max_output_chars`` — this tool's text-output limit (else the caller's); ``parser`` —
     turns the raw output into the structured one; ``post_validate`` — checks the parsed
-    output and raises if it is wrong.
+    output and raises if it is wrong; ``side_effects`` — whether a call changes anything
+    outside itself: ``False`` for a read-only tool (the clock, the calculator, file reads),
+    a callable ``arguments -> bool`` when it depends on the call (``http_request`` GET/HEAD),
+    ``True`` (the default: unknown is taken as "it may") — a plan node of a read-only tool
+    cut off mid-call is simply run again on resume (DESIGN.md, "Multi-call plans").
     """
 
     name: str
@@ -125,3 +129,15 @@ class Tool:
     max_output_chars: int | None = None
     parser: Callable[[Any], Any] | None = None
     post_validate: Callable[[Any], Any] | None = None
+    side_effects: bool | Callable[[Mapping[str, Any]], bool] = True
+
+    def has_side_effects(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether a call with ``arguments`` may change anything (``side_effects``; a
+        callable that raises is taken as "it may")."""
+        declared = self.side_effects
+        if isinstance(declared, bool):
+            return declared
+        try:
+            return bool(declared(arguments))
+        except Exception:  # noqa: BLE001 - a broken declaration must never make a call "safe"
+            return True

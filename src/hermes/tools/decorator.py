@@ -79,6 +79,9 @@ class ToolPolicies(TypedDict, total=False):
     - ``max_output_chars``: this tool's text-output limit (else the caller's).
     - ``parser``: raw output → structured output; ``post_validate``: raises if the parsed
       output is wrong (both become ``invalid_output`` errors).
+    - ``side_effects``: ``False`` for a read-only tool, a callable ``arguments -> bool`` when
+      it depends on the call; default ``True`` (a plan node cut off mid-call is run again on
+      resume only when its tool is read-only or idempotent).
     """
 
     retry: RetryPolicy | int | bool | None
@@ -93,6 +96,7 @@ class ToolPolicies(TypedDict, total=False):
     max_output_chars: int | None
     parser: Callable[[Any], Any] | None
     post_validate: Callable[[Any], Any] | None
+    side_effects: bool | Callable[[Mapping[str, Any]], bool]
 
 
 @overload
@@ -336,7 +340,14 @@ def _policy_fields(name: str, options: ToolPolicies, spec: FunctionSchema) -> di
         "max_output_chars": _output_limit(name, options.get("max_output_chars")),
         "parser": _hook(name, "parser", options.get("parser")),
         "post_validate": _hook(name, "post_validate", options.get("post_validate")),
+        "side_effects": _side_effects(name, options.get("side_effects", True)),
     }
+
+
+def _side_effects(name: str, value: Any) -> bool | Callable[[Mapping[str, Any]], bool]:
+    if isinstance(value, bool) or callable(value):
+        return value  # type: ignore[no-any-return]
+    raise TypeError(f"tool {name!r}: side_effects must be true, false or a callable")
 
 
 def _retry_policy(name: str, value: Any) -> RetryPolicy | None:

@@ -29,8 +29,8 @@ lease row, not a session-level advisory lock):
   ``NodeTransitionError``): ``pending → running | skipped | failed``; ``running → running``
   (run again on resume) ``| succeeded | failed``; compensation of a ``succeeded`` node
   (:meth:`~PlanRuns.record_compensation`) makes it ``compensated``, or keeps it ``succeeded``
-  with ``compensation_error``. Every transition is committed on its own, at once: a crash
-  loses nothing that ended.
+  with ``compensation_error``. Every transition is committed at once (``set_nodes``: several
+  in one commit, all or none): a crash loses nothing that ended.
 - **Finishing.** ``finish`` takes ``succeeded``, ``failed`` or ``compensated`` (with the
   outputs or the run's error) and refuses while a node is ``running``; a finished run is
   immutable and can no longer be claimed (``finished``).
@@ -84,6 +84,16 @@ class RunError:
 
     type: str
     message: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeChange:
+    """One move of :meth:`PlanRuns.set_nodes`: what :meth:`PlanRuns.set_node` takes."""
+
+    node_id: str
+    status: NodeStatus
+    result: Any = None
+    error: RunError | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +212,16 @@ class PlanRuns(Protocol):
         """Move a node along :data:`NODE_TRANSITIONS` and commit it at once; ``result`` is
         kept for ``succeeded``, ``error`` for ``failed``. Fenced; ``NodeTransitionError`` for
         a move not allowed; ``InvalidInputError`` for an unknown node or a non-JSON result."""
+        ...
+
+    async def set_nodes(
+        self, run_id: str, token: int, changes: Sequence[NodeChange]
+    ) -> list[NodeRun]:
+        """Several :meth:`set_node` moves, in order (a node may move twice: ``running`` then
+        its outcome), committed together: all or none (one that is not allowed, or a lost
+        claim, writes nothing of the batch). Returns each node named, as the batch left it,
+        in the order first named. What a runner whose nodes end at once uses: one commit
+        instead of one per move."""
         ...
 
     async def record_compensation(

@@ -17,7 +17,14 @@ from hermes.errors import (
     NodeTransitionError,
     RunNotFoundError,
 )
-from hermes.tools.plan_runs import NODE_TRANSITIONS, NodeStatus, PlanClaim, PlanRuns, RunError
+from hermes.tools.plan_runs import (
+    NODE_TRANSITIONS,
+    NodeChange,
+    NodeStatus,
+    PlanClaim,
+    PlanRuns,
+    RunError,
+)
 from tests.storage.backends import RunsBackend
 from tests.storage.conformance import racers
 from tests.storage.conformance.conftest import FakeClock
@@ -92,6 +99,45 @@ async def test_each_node_outcome_is_stored_the_moment_it_ends(plan_runs: PlanRun
     }  # fmt: skip
     assert stored.nodes["n1"] == done
     assert stored.nodes["n2"] == failed
+
+
+async def test_several_moves_commit_together_in_order(plan_runs: PlanRuns):
+    claim = await _create(plan_runs)
+    run_id, token = claim.run.run_id, claim.token
+    moved = await plan_runs.set_nodes(
+        run_id,
+        token,
+        [
+            NodeChange("n1", "running"),
+            NodeChange("n2", "running"),
+            NodeChange("n1", "succeeded", result={"room_id": "A101"}),
+            NodeChange("n2", "failed", error=FAILED),
+        ],
+    )
+    assert [(n.node_id, n.status, n.attempts) for n in moved] == [
+        ("n1", "succeeded", 1), ("n2", "failed", 1),
+    ]  # fmt: skip
+    stored = await plan_runs.get(run_id)
+    assert stored is not None
+    assert stored.nodes["n1"].result == {"room_id": "A101"}
+    assert stored.nodes["n2"].error == FAILED
+    assert await plan_runs.set_nodes(run_id, token, []) == []
+
+
+async def test_a_batch_with_a_move_not_allowed_writes_nothing(plan_runs: PlanRuns):
+    claim = await _create(plan_runs)
+    run_id, token = claim.run.run_id, claim.token
+    with pytest.raises(NodeTransitionError):
+        await plan_runs.set_nodes(
+            run_id, token, [NodeChange("n1", "running"), NodeChange("n2", "succeeded")]
+        )
+    with pytest.raises(LeaseLostError):
+        await plan_runs.set_nodes(run_id, token + 1, [NodeChange("n1", "running")])
+    with pytest.raises(NodeTransitionError):
+        await plan_runs.set_nodes(run_id, token, [NodeChange("n9", "running")])
+    stored = await plan_runs.get(run_id)
+    assert stored is not None
+    assert all(node.status == "pending" for node in stored.nodes.values())
 
 
 async def test_json_results_keep_their_type(plan_runs: PlanRuns):

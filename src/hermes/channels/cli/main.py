@@ -7,6 +7,7 @@
     hermes memory add|search|list|forget|export|upkeep --user U ...
     hermes trace TRACE_ID [--json]
     hermes jobs list [--json] | run NAME [--json]
+    hermes plan validate FILE | run FILE|TEMPLATE [--param K=V] | list | resume RUN_ID
 
 stdout carries what a person or a program asked for (the reply, or one JSON object with
 ``--json``); errors go to stderr as one clear sentence, never a traceback. Exit codes:
@@ -16,6 +17,7 @@ stdout carries what a person or a program asked for (the reply, or one JSON obje
 - 2: refused before a turn could run (bad input, id or configuration, an unusable store, a
   usage error); with ``--json`` stdout holds ``{"error": {"type", "message"}}``;
 - 3: ``hermes mcp call`` ran the call and it failed (server unreachable, tool error);
+  ``hermes plan run|resume``: the run failed or was compensated;
 - 130: interrupted (Ctrl-C);
 - 1: an internal error, reported in one line (``HERMES_DEBUG=1`` shows its traceback).
 """
@@ -34,6 +36,7 @@ from hermes.channels.cli import (
     jobs_cmd,
     mcp_cmd,
     memory_cmd,
+    plan_cmd,
     run,
     serve_cmd,
     sessions_cmd,
@@ -47,7 +50,8 @@ __all__ = ["app", "main"]
 DEBUG_ENV_VAR = "HERMES_DEBUG"
 EXIT_INTERNAL_ERROR = 1
 
-del browse, chat, init_cmd, jobs_cmd, mcp_cmd, memory_cmd, run, serve_cmd, sessions_cmd, trace_cmd
+del browse, chat, init_cmd, jobs_cmd, mcp_cmd, memory_cmd, plan_cmd, run, serve_cmd, sessions_cmd
+del trace_cmd
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ from hermes.channels.http import (
     jobs,
     memory,
     openai_compat,
+    plans,
     sessions,
     turns,
 )
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from hermes.config import LoadedConfig
 
 #: Route modules in the order their routes are matched.
-ROUTERS = (chat, turns, sessions, approvals, memory, health, events, jobs, openai_compat)
+ROUTERS = (chat, turns, sessions, approvals, memory, plans, health, events, jobs, openai_compat)
 
 
 def create_app(

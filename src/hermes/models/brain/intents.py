@@ -67,6 +67,10 @@ class Slot:
         return {f"{self.name}_de": f"{text}的", f"{self.name}_in": f" in {text}"}
 
 
+#: The tool a plan intent calls (``hermes.agent.plan_tool``).
+PLAN_TOOL = "run_plan"
+
+
 @dataclass(frozen=True, slots=True)
 class _ArgRule:
     name: str
@@ -98,6 +102,8 @@ class Intent:
     whole: bool = False
     #: Without a user id the brain refuses (``user_required``) instead of calling the tool.
     needs_user: bool = False
+    #: The plan template this intent starts (its tool is then ``run_plan``; seed 003 §4.3).
+    plan: str | None = None
 
     def match(self, text: str) -> re.Match[str] | None:
         """The first pattern match in ``text``, or ``None``."""
@@ -121,7 +127,13 @@ class Intent:
         return self.error_replies.get(error_type) or self.error_reply
 
     def arguments(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        """Tool arguments from slot values; an argument whose slot is unfilled is left out."""
+        """Tool arguments from slot values; an argument whose slot is unfilled is left out.
+        A plan intent's are ``{"template": plan, "params": <those arguments>}``."""
+        if self.plan is not None:
+            return {"template": self.plan, "params": self._tool_arguments(values)}
+        return self._tool_arguments(values)
+
+    def _tool_arguments(self, values: Mapping[str, Any]) -> dict[str, Any]:
         if self.arg_rules is None:
             return {slot.name: values[slot.name] for slot in self.slots if slot.name in values}
         arguments: dict[str, Any] = {}
@@ -231,6 +243,12 @@ def _compile_intent(spec: IntentSpec, key: str, origin: str) -> Intent:
     for i, name in enumerate(slot_names):
         if name in slot_names[:i]:
             raise ConfigError(f"duplicate slot '{name}'", key=f"{key}.slots[{i}].name", file=origin)
+    if spec.plan is not None:
+        if spec.tool is not None:
+            raise ConfigError(
+                "give an intent a tool or a plan, not both", key=f"{key}.plan", file=origin
+            )
+        spec = spec.model_copy(update={"tool": PLAN_TOOL})
     if spec.tool is None and spec.reply is None:
         raise ConfigError("an intent without a tool needs a reply", key=f"{key}.reply", file=origin)
     if spec.tool is None and spec.args is not None:
@@ -272,6 +290,7 @@ def _compile_intent(spec: IntentSpec, key: str, origin: str) -> Intent:
         empty_reply=spec.empty_reply,
         whole=spec.whole,
         needs_user=spec.needs_user,
+        plan=spec.plan,
     )
 
 

@@ -10,6 +10,7 @@ An intent file is YAML::
         patterns:                   # regexes, searched case-insensitively; any match selects
           - '\\d\\s*[-+*/]\\s*\\d'
         tool: calculator            # optional: without a tool the intent just replies
+        # plan: book-meeting        # or a plan template: run_plan(template, params=args)
         slots:                      # values taken from the message before calling the tool
           - name: expression
             required: true          # missing → ask, keep it pending, fill from the next message
@@ -108,6 +109,9 @@ class IntentSpec(_Strict):
     patterns: list[Regex] = Field(min_length=1)
     priority: int = 0
     tool: ToolName | None = None
+    #: A plan template (``plans/*.yaml``) to start instead of a tool: the call is
+    #: ``run_plan(template=plan, params=<args, or the slots>)``.
+    plan: ToolName | None = None
     slots: list[SlotSpec] = Field(default_factory=list)
     args: dict[str, Any] | None = None
     reply: LocalizedText | None = None

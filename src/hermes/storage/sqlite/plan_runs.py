@@ -23,6 +23,7 @@ from hermes.storage.sqlite.support import write_transaction
 from hermes.tools.plan_runs import (
     DEFAULT_LEASE_SECONDS,
     FinalPlanStatus,
+    NodeChange,
     NodeRun,
     NodeStatus,
     PlanClaim,
@@ -230,22 +231,82 @@ def _set_node(
     error: str | None,
     now: float,
 ) -> NodeRun:
-    run_id, token, node_id = key
     with write_transaction(conn):
-        node = _node_for_write(conn, run_id, token, node_id, f"set node {node_id!r} of")
-        check_node_transition(node_id, node.status, status)
-        if status == "running":
-            sql = (
-                "UPDATE plan_nodes SET status = 'running', attempts = attempts + 1, "
-                "started_at = ?, finished_at = NULL, result = NULL, error = NULL"
-            )
-            values: tuple[Any, ...] = (now,)
-        else:
-            sql = "UPDATE plan_nodes SET status = ?, finished_at = ?, result = ?, error = ?"
-            values = (status, now, result if status == "succeeded" else None,
-                      error if status == "failed" else None)  # fmt: skip
-        conn.execute(sql + " WHERE run_id = ? AND node_id = ?", (*values, run_id, node_id))
-        return _node(conn.execute(_SELECT_NODE, (run_id, node_id)).fetchone())
+        return _move_node(conn, key, status, result=result, error=error, now=now)
+
+
+def _set_nodes(
+    conn: sqlite3.Connection,
+    run_id: str,
+    token: int,
+    changes: Sequence[tuple[str, NodeStatus, str | None, str | None]],
+    now: float,
+) -> list[NodeRun]:
+    """The moves in one transaction: the claim checked once, the nodes read once, each move
+    checked against the state the earlier moves of the batch left."""
+    ids = list(dict.fromkeys(node_id for node_id, *_ in changes))
+    marks = ", ".join("?" * len(ids))
+    with write_transaction(conn):
+        _check_held(conn, run_id, token, "set nodes of")
+        current: dict[str, NodeStatus] = dict(
+            conn.execute(
+                f"SELECT node_id, status FROM plan_nodes WHERE run_id = ? AND node_id IN ({marks})",
+                (run_id, *ids),
+            ).fetchall()
+        )
+        for node_id, status, result, error in changes:
+            if node_id not in current:
+                raise NodeTransitionError(
+                    f"plan run {run_id!r} has no node {node_id!r}", run_id=run_id, node_id=node_id
+                )
+            check_node_transition(node_id, current[node_id], status)
+            current[node_id] = status
+            _update_node(conn, (run_id, node_id), status, result=result, error=error, now=now)
+        rows = conn.execute(
+            f"SELECT {_NODE_COLUMNS} FROM plan_nodes WHERE run_id = ? AND node_id IN ({marks})",
+            (run_id, *ids),
+        ).fetchall()
+    by_id = {node.node_id: node for node in map(_node, rows)}
+    return [by_id[node_id] for node_id in ids]
+
+
+def _move_node(
+    conn: sqlite3.Connection,
+    key: tuple[str, int, str],
+    status: NodeStatus,
+    *,
+    result: str | None,
+    error: str | None,
+    now: float,
+) -> NodeRun:
+    """One node move inside the caller's write transaction (fenced, transition checked)."""
+    run_id, token, node_id = key
+    node = _node_for_write(conn, run_id, token, node_id, f"set node {node_id!r} of")
+    check_node_transition(node_id, node.status, status)
+    _update_node(conn, (run_id, node_id), status, result=result, error=error, now=now)
+    return _node(conn.execute(_SELECT_NODE, (run_id, node_id)).fetchone())
+
+
+def _update_node(
+    conn: sqlite3.Connection,
+    key: tuple[str, str],
+    status: NodeStatus,
+    *,
+    result: str | None,
+    error: str | None,
+    now: float,
+) -> None:
+    if status == "running":
+        sql = (
+            "UPDATE plan_nodes SET status = 'running', attempts = attempts + 1, "
+            "started_at = ?, finished_at = NULL, result = NULL, error = NULL"
+        )
+        values: tuple[Any, ...] = (now,)
+    else:
+        sql = "UPDATE plan_nodes SET status = ?, finished_at = ?, result = ?, error = ?"
+        values = (status, now, result if status == "succeeded" else None,
+                  error if status == "failed" else None)  # fmt: skip
+    conn.execute(sql + " WHERE run_id = ? AND node_id = ?", (*values, *key))
 
 
 def _compensate(conn: sqlite3.Connection, key: tuple[str, int, str], error: str | None) -> NodeRun:
@@ -403,6 +464,25 @@ class SQLitePlanRuns(RunsFile):
             "set_node", _set_node, key, status, result=stored, error=_dump_error(error),
             now=self._clock(),
         )  # fmt: skip
+
+    async def set_nodes(
+        self, run_id: str, token: int, changes: Sequence[NodeChange]
+    ) -> list[NodeRun]:
+        """See :meth:`hermes.tools.plan_runs.PlanRuns.set_nodes`."""
+        rows = [
+            (
+                c.node_id,
+                c.status,
+                None
+                if c.result is None
+                else dump_json(c.result, f"the result of node {c.node_id!r}"),
+                _dump_error(c.error),
+            )
+            for c in changes
+        ]
+        if not rows:
+            return []
+        return await self._run("set_nodes", _set_nodes, run_id, token, rows, self._clock())
 
     async def record_compensation(
         self, run_id: str, token: int, node_id: str, *, error: RunError | None = None

@@ -260,7 +260,7 @@ def _checked(compute: Callable[[], Number]) -> Number:
     return value
 
 
-@tool(summary=lambda out: f"{out['expression']} = {out['result']}", timeout=5.0)
+@tool(summary=lambda out: f"{out['expression']} = {out['result']}", timeout=5.0, side_effects=False)
 async def calculator(expression: str) -> dict[str, Any]:
     """Evaluate an arithmetic expression exactly and safely.
 

@@ -367,7 +367,7 @@ def _summary(out: dict[str, Any]) -> str:
     )
 
 
-@tool(summary=_summary, timeout=5.0)
+@tool(summary=_summary, timeout=5.0, side_effects=False)
 async def current_time(timezone: str | None = None, *, ctx: ToolContext) -> dict[str, Any]:
     """Get the current date, time and weekday in a time zone.
 

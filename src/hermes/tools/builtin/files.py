@@ -290,7 +290,7 @@ def _not_text(display: str) -> FileToolError:
     )
 
 
-@tool(timeout=10.0, toolset="files")
+@tool(timeout=10.0, toolset="files", side_effects=False)
 def read_file(
     path: str,
     offset: Annotated[int, Field(ge=0, le=1 << 62)] = 0,
@@ -436,7 +436,7 @@ def _replace_atomically(dir_fd: int, name: str, data: bytes, display: str) -> bo
 # --- list ----------------------------------------------------------------------------------
 
 
-@tool(timeout=10.0, toolset="files")
+@tool(timeout=10.0, toolset="files", side_effects=False)
 def list_files(path: str = ".", *, ctx: ToolContext) -> dict[str, Any]:
     """List the entries of a directory inside the workspace (one level, sorted by name).
 
@@ -550,7 +550,7 @@ class _Search:
         return self.stopped is not None
 
 
-@tool(timeout=10.0, toolset="files")
+@tool(timeout=10.0, toolset="files", side_effects=False)
 def search_files(query: str, path: str = ".", *, ctx: ToolContext) -> dict[str, Any]:
     """Find lines containing a text (case-insensitive, plain text, not a regex) in the text
     files under a directory of the workspace.

@@ -188,7 +188,7 @@ def _functions(stores: NotesStores) -> dict[str, Callable[..., dict[str, Any]]]:
         """
         return _add(stores, ctx, "note", text)
 
-    @tool(timeout=10.0, toolset="notes")
+    @tool(timeout=10.0, toolset="notes", side_effects=False)
     def note_list(*, ctx: ToolContext) -> dict[str, Any]:
         """List the current user's notes, newest first (at most 200)."""
         return _note_list(stores, ctx)
@@ -202,7 +202,7 @@ def _functions(stores: NotesStores) -> dict[str, Callable[..., dict[str, Any]]]:
         """
         return _add(stores, ctx, "todo", text)
 
-    @tool(timeout=10.0, toolset="notes")
+    @tool(timeout=10.0, toolset="notes", side_effects=False)
     def todo_list(include_done: bool = False, *, ctx: ToolContext) -> dict[str, Any]:
         """List the current user's to-do items, oldest first (at most 200).
 

@@ -33,7 +33,7 @@ import re
 import socket
 import ssl
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -641,7 +641,13 @@ def _redirect_target(url: httpx2.URL, location: str) -> httpx2.URL:
         ) from None
 
 
-@tool(timeout=TIME_LIMIT_SECONDS + 5.0, toolset="web")
+def _changes_anything(arguments: Mapping[str, Any]) -> bool:
+    """GET and HEAD only read (a plan node of one is run again on resume); the rest may write."""
+    method = arguments.get("method", "GET")
+    return not (isinstance(method, str) and method.strip().upper() in {"GET", "HEAD"})
+
+
+@tool(timeout=TIME_LIMIT_SECONDS + 5.0, toolset="web", side_effects=_changes_anything)
 async def http_request(
     url: str,
     method: str = "GET",

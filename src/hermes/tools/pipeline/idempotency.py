@@ -67,7 +67,15 @@ class IdempotencyStep:
             if fields
             else call.arguments_json()
         )
-        key = idempotency_key(call.context.user_id, material)
+        return await self.run_keyed(call, next, idempotency_key(call.context.user_id, material))
+
+    async def run_keyed(
+        self, call: Call, next: Next, key: str, *, run_if_new: bool = True
+    ) -> ToolResult:
+        """The claim, replay or run of ``call`` under ``key``. ``run_if_new=False``: only
+        replay — a key with no stored result is released and the call refused with
+        ``outcome_unknown`` (a plan node cut off mid-call, ``hermes.tools.plans``)."""
+        tool = call.tool
         store = self.records_for(call)
         async with self.key_locks.hold((tool.name, key)):
             owner = new_owner()
@@ -82,6 +90,9 @@ class IdempotencyStep:
             call.mark("idempotency")
             if stored is not None:
                 return _replayed(tool, stored, call.start)
+            if not run_if_new:
+                await store.release(tool.name, key, owner=owner)
+                return refused("outcome_unknown", _cut_off(tool), call.start)
             try:
                 result = await next(call)
             except BaseException:  # record "unknown", then re-raise unchanged
@@ -128,6 +139,13 @@ async def _settle(
         # The call did run: its real result still goes back (the model must know what
         # happened); only the record of it is missing.
         logger.error("idempotency_record_failed", tool=tool.name, error=exc.message)
+
+
+def _cut_off(tool: Tool) -> str:
+    return (
+        f"the call of {tool.name!r} was cut off while running and left no result, so whether it "
+        "took effect is unknown; it is not run again — check its effect first"
+    )
 
 
 def _lease(tool: Tool) -> float:
