@@ -315,8 +315,28 @@ class Agent:
         the person had answered "no". Raises like :meth:`approve`."""
         return await self._decide(approval_id, "reject", session_id, user_id)
 
-    async def _decide(
-        self, approval_id: str, decision: Decision, session_id: str, user_id: str | None
+    async def decide(
+        self,
+        approval_id: str,
+        decision: Decision,
+        *,
+        session_id: str,
+        user_id: str | None = None,
+        trace_id: str | None = None,
+        on_event: Callable[[AgentEvent], None] | None = None,
+    ) -> RunResult:
+        """:meth:`approve` or :meth:`reject` (``decision``) as a channel runs it: the turn
+        named ``trace_id`` (else a new one), its events to ``on_event`` as they happen."""
+        return await self._decide(approval_id, decision, session_id, user_id, trace_id, on_event)
+
+    async def _decide(  # noqa: PLR0917 - private: approve, reject and decide call it
+        self,
+        approval_id: str,
+        decision: Decision,
+        session_id: str,
+        user_id: str | None,
+        trace_id: str | None = None,
+        emit: Callable[[AgentEvent], None] | None = None,
     ) -> RunResult:
         if not isinstance(approval_id, str) or not approval_id.strip():
             raise InvalidInputError("an approval id is required / 缺少确认编号")
@@ -327,8 +347,11 @@ class Agent:
             channel="api",
             session_id=session_id,
             user_id=user_id,
+            trace_id=trace_id,
         )
-        return await self._turn(message, _ignore, decision=decision, approval_id=approval_id)
+        return await self._turn(
+            message, emit or _ignore, decision=decision, approval_id=approval_id
+        )
 
     async def _approval_language(self, session_id: str, approval_id: str) -> bool:
         """Whether the approval was asked in Chinese (the recorded answer uses that language)."""

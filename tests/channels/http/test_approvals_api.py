@@ -179,3 +179,29 @@ async def test_an_approved_call_still_running_is_stopped_by_cancel(serve):
         assert last["tool_name"] == "slow_transfer"
         assert json.loads(last["content"])["error"]["type"] == "interrupted"
         assert s.svc.running.of("session-slow-0001") == []
+
+
+async def test_a_decision_is_a_turn_like_any_other_its_events_replayable_and_observed(serve):
+    SENT.clear()
+    seen: list[tuple[str, str]] = []
+    async with serve(_model(say("Sent.")), [send_email]) as s:
+        s.svc.observers.append(lambda trace, session, event: seen.append((trace, event.type)))
+        approval_id = await _ask(s)
+        got = await s.client.post(
+            f"/v1/approvals/{approval_id}",
+            json={"session_id": "session-appr-001", "decision": "approve"},
+            headers={"X-Request-Id": "decide-trace-0001"},
+        )
+        assert got.status_code == 200, got.text
+        assert got.json()["trace_id"] == "decide-trace-0001"
+        assert got.headers["X-Hermes-Trace-Id"] == "decide-trace-0001"
+        replay = await s.client.get("/v1/turns/decide-trace-0001/events")
+    assert replay.status_code == 200
+    events = [line.removeprefix("event: ") for line in replay.text.splitlines()
+              if line.startswith("event: ")]  # fmt: skip
+    assert events[0] == "turn_started"
+    assert "tool_call_finished" in events
+    assert events[-1] == "reply"
+    types = [t for trace, t in seen if trace == "decide-trace-0001"]
+    assert types[0] == "turn_started"
+    assert types[-1] == "turn_finished"

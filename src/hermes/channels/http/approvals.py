@@ -16,14 +16,19 @@ import asyncio
 import re
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from hermes.agent.approvals import PendingApproval
+from hermes.agent.events import AgentEvent, TurnFinished
 from hermes.channels.http.auth import CallerDep, acting_user
-from hermes.channels.http.errors import ApiError
+from hermes.channels.http.chat import incoming_trace
+from hermes.channels.http.errors import TRACE_HEADER, ApiError
 from hermes.channels.http.sessions import owned_session
 from hermes.channels.http.state import Service, service
+from hermes.channels.http.turn_task import event_data, failure_reply, observe, open_trace
+from hermes.channels.http.turns import turn_events
 from hermes.session.items import SessionRecord
 
 router = APIRouter(tags=["approvals"])
@@ -79,8 +84,8 @@ async def list_approvals(
 
 @router.post("/v1/approvals/{approval_id}")
 async def decide(
-    approval_id: str, body: Decision, svc: ServiceDep, caller: CallerDep
-) -> dict[str, Any]:
+    approval_id: str, body: Decision, request: Request, svc: ServiceDep, caller: CallerDep
+) -> JSONResponse:
     """Approve or reject a waiting call; the reply that followed. / 确认或拒绝等待中的调用。"""
     if not _APPROVAL_ID.fullmatch(approval_id):
         raise ApiError(
@@ -102,21 +107,38 @@ async def decide(
     if svc.stopping:
         raise ApiError(503, "shutting_down", "the server is shutting down / 服务正在停止")
     agent = svc.agent
-    act = agent.approve if body.decision == "approve" else agent.reject
+    sid = record.session_id
+    # A turn like any other: its events go to the turn-event log (replayable at
+    # /v1/turns/{trace_id}/events) and to the observers (metrics, spans).
+    events = turn_events(svc)
+    trace_id = open_trace(events, incoming_trace(request), sid)
+
+    def on_event(event: AgentEvent) -> None:
+        observe(svc, trace_id, sid, event)
+        events.append(trace_id, event.type, event_data(event, trace_id))
+
     task = asyncio.ensure_future(
-        act(approval_id, session_id=record.session_id, user_id=record.user_id)
-    )
+        agent.decide(approval_id, body.decision, session_id=sid, user_id=record.user_id,
+                     trace_id=trace_id, on_event=on_event)
+    )  # fmt: skip
     # Registered like every turn: cancel and shutdown see it. Shielded: a decision taken is
     # carried out even when the client goes away before the reply.
-    svc.running.add(record.session_id, task)
+    svc.running.add(sid, task)
     try:
         result = await asyncio.shield(task)
     except asyncio.CancelledError:
         current = asyncio.current_task()
         if task.cancelled() and (current is None or not current.cancelling()):
             # The turn was stopped (POST /v1/sessions/{id}/cancel), not this request.
+            events.finish(trace_id, failure_reply(trace_id, sid, None))
             raise ApiError(
                 409, "turn_cancelled", "the turn was cancelled / 本轮对话已被取消"
             ) from None
         raise
-    return result.to_json_dict()
+    except Exception as exc:
+        events.finish(trace_id, failure_reply(trace_id, sid, exc))
+        raise
+    observe(svc, trace_id, sid, TurnFinished(result))
+    answer = result.to_json_dict()
+    events.finish(trace_id, answer)
+    return JSONResponse(answer, headers={TRACE_HEADER: trace_id})
