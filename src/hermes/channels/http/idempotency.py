@@ -149,11 +149,16 @@ async def idempotent_start(
         return (await start())[1]
     keys, claim = claimed
     if claim.outcome == "new":
+        scope, key, token = claim.record.scope, claim.record.key, claim.token
+        # The lease is renewed while the start waits (its turn may queue behind another).
+        heartbeat = asyncio.create_task(_heartbeat(keys, scope, key, token, lease))
         try:
             finish, response = await start()
         except BaseException:  # refused before it ran: forget the key, then re-raise
-            await _release(keys, claim.record.scope, claim.record.key, claim.token)
+            heartbeat.cancel()
+            await _release(keys, scope, key, token)
             raise
+        heartbeat.cancel()
         _start_attempt(keys, claim, finish, lease)
         return response
     record = claim.record
