@@ -137,7 +137,7 @@ async def _start(svc: Service, message: Message, session_id: str) -> tuple[TurnT
     trace_id = message.meta["trace_id"] = open_trace(events, message.trace_id, session_id)
     turn = start_turn(svc, message, busy=svc.settings.busy)
     await turn.wait_started()
-    _raise_refusal(turn)
+    raise_refusal(turn)
     return turn, trace_id
 
 
@@ -178,7 +178,7 @@ def store_down(exc: StoreError) -> ApiError:
     return ApiError(503, exc.code, f"the store is unavailable / 存储不可用: {exc.message}")
 
 
-def _raise_refusal(turn: TurnTask) -> None:
+def raise_refusal(turn: TurnTask) -> None:
     """Raise what stopped the turn before it started, as its HTTP error."""
     if turn.task.done() and turn.task.cancelled() and not turn.started.is_set():
         raise shutting_down()

@@ -46,7 +46,7 @@ from hermes.agent import compose
 from hermes.channels.dedupe import DEFAULT_ROUTE, DedupeClaim, EventDedupe
 from hermes.channels.http import event_handlers
 from hermes.channels.http.auth import Caller, acting_user, authenticate
-from hermes.channels.http.chat import incoming_trace, shutting_down, store_down
+from hermes.channels.http.chat import incoming_trace, raise_refusal, shutting_down, store_down
 from hermes.channels.http.errors import ApiError
 from hermes.channels.http.event_adapters import Event, EventBody, EventFormat, parse_event
 from hermes.channels.http.health import METRICS_PART
@@ -297,8 +297,8 @@ async def _process(
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(START_WAIT_SECONDS):
                 await turn.wait_started()
-        _raise_refusal(turn)
-    except BaseException:
+        raise_refusal(turn)
+    except BaseException:  # released, then re-raised
         await _release(intake, claim)
         raise
     finally:
@@ -310,18 +310,6 @@ async def _process(
     log.info("event_accepted", route=delivery.route, msg_id=event.msg_id, trace_id=trace_id,
              attempts=delivery.attempts)  # fmt: skip
     return _answer(svc, delivery.route, "accepted", event.msg_id, delivery.trace_id)
-
-
-def _raise_refusal(turn: TurnTask) -> None:
-    """Raise what stopped the turn before it started, as its HTTP error."""
-    if turn.task.done() and turn.task.cancelled() and not turn.started.is_set():
-        raise shutting_down()
-    refused = turn.refusal()
-    if refused is None:
-        return
-    if isinstance(refused, StoreError):
-        raise store_down(refused)
-    raise refused
 
 
 async def _release(intake: EventIntake, claim: DedupeClaim) -> None:

@@ -48,7 +48,7 @@ from hermes.channels.http.openai_wire import (
 )
 from hermes.channels.http.state import Service, service
 from hermes.channels.http.turn_task import TurnTask, intake_of, open_trace, start_turn
-from hermes.channels.http.turns import KEEPALIVE_SECONDS, REPLY_EVENT, TurnEvent, turn_events
+from hermes.channels.http.turns import REPLY_EVENT, TurnEvent, follow_quietly, turn_events
 from hermes.errors import HermesError, InvalidIdError, StoreError
 from hermes.session.ids import new_session_id, validate_session_id, validate_user_id
 
@@ -336,28 +336,6 @@ class _StreamedText:
         return ("\n\n" + reply) if self.sent else reply
 
 
-async def _follow(svc: Service, trace_id: str) -> AsyncIterator[TurnEvent | None]:
+def _follow(svc: Service, trace_id: str) -> AsyncIterator[TurnEvent | None]:
     """The turn's events as they come; ``None`` after a quiet ``KEEPALIVE_SECONDS``."""
-    items = aiter(turn_events(svc).follow(trace_id))
-
-    async def following() -> TurnEvent:
-        return await anext(items)
-
-    pending: asyncio.Future[TurnEvent] | None = None
-    try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(following())
-            done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE_SECONDS)
-            if not done:
-                yield None
-                continue
-            try:
-                item = pending.result()
-            except StopAsyncIteration:
-                return
-            pending = None
-            yield item
-    finally:
-        if pending is not None:
-            pending.cancel()
+    return follow_quietly(turn_events(svc), trace_id)

@@ -204,35 +204,44 @@ def turn_events(svc: Service) -> TurnEventLog:
     return log
 
 
+async def follow_quietly(
+    log: TurnEventLog, trace_id: str, after: int = 0
+) -> AsyncIterator[TurnEvent | None]:
+    """The trace's events after ``after`` as they come, and ``None`` after each quiet
+    :data:`KEEPALIVE_SECONDS` (a long tool): the moment to send a keep-alive, so proxies and
+    clients do not take the connection for dead. The wait for the next event is not cancelled
+    by a keep-alive."""
+    items = aiter(log.follow(trace_id, after))
+
+    async def following() -> TurnEvent:
+        return await anext(items)
+
+    pending: asyncio.Future[TurnEvent] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(following())
+            done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE_SECONDS)
+            if not done:
+                yield None
+                continue
+            try:
+                item = pending.result()
+            except StopAsyncIteration:
+                return
+            pending = None
+            yield item
+    finally:
+        if pending is not None:
+            pending.cancel()
+
+
 def event_stream(log: TurnEventLog, trace_id: str, after: int) -> StreamingResponse:
     """The ``text/event-stream`` response of the trace's events after ``after``."""
 
     async def body() -> AsyncIterator[bytes]:
-        items = aiter(log.follow(trace_id, after))
-
-        async def following() -> TurnEvent:
-            return await anext(items)
-
-        pending: asyncio.Future[TurnEvent] | None = None
-        try:
-            while True:
-                if pending is None:
-                    pending = asyncio.ensure_future(following())
-                # A quiet turn (a long tool) still sends something now and then, so proxies
-                # and clients do not take the connection for dead; the wait is not cancelled.
-                done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE_SECONDS)
-                if not done:
-                    yield KEEPALIVE_COMMENT
-                    continue
-                try:
-                    item = pending.result()
-                except StopAsyncIteration:
-                    return
-                pending = None
-                yield item.sse()
-        finally:
-            if pending is not None:
-                pending.cancel()
+        async for item in follow_quietly(log, trace_id, after):
+            yield KEEPALIVE_COMMENT if item is None else item.sse()
 
     headers = {
         "Cache-Control": "no-cache",

@@ -124,7 +124,7 @@ class Execution:
         try:
             if self._tasks:
                 await self._idle.wait()
-        except BaseException:
+        except BaseException:  # every node stopped, then re-raised
             await self._stop_all()
             raise
         if self._failure is not None:
@@ -234,7 +234,7 @@ class Execution:
                 return
             await self._set(node.id, "running")
             result = await call
-        except BaseException:
+        except BaseException:  # the call cancelled, then re-raised
             call.cancel()
             raise
         await self._apply([self._outcome(node.id, result)])
