@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from hermes.config.local import check_timezone
+from hermes.config.section import Section as _Section
+from hermes.config.section import check_name
 from hermes.config.urls import http_url
 from hermes.errors import InvalidIdError
 from hermes.session.ids import validate_session_id, validate_user_id
@@ -25,15 +27,9 @@ JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 JOB_NAME_RULE = "1-128 of A-Z a-z 0-9 _ . - starting with a letter or digit"
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 def check_job_name(value: str) -> str:
     """``value`` if it is a valid job name, else ``ValueError`` with the rule."""
-    if not JOB_NAME.fullmatch(value):
-        raise ValueError(f"invalid job name {value[:60]!r}: use {JOB_NAME_RULE}")
-    return value
+    return check_name(value, JOB_NAME, JOB_NAME_RULE, "job name")
 
 
 def check_cron(value: str) -> str:

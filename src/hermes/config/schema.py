@@ -12,8 +12,6 @@ import re
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationInfo,
     field_validator,
@@ -25,6 +23,7 @@ from hermes.config.local import check_timezone, os_user_id
 from hermes.config.mcp import ServerConfig, parse_mcp_servers
 from hermes.config.plans import PlansConfig  # --- plans --- (one line)
 from hermes.config.scheduler import SchedulerConfig  # --- sched --- (one line)
+from hermes.config.section import Section as _Section
 from hermes.config.server import ServerConfig as HttpServerConfig
 from hermes.config.urls import http_url
 from hermes.config.webhooks import WebhooksConfig  # --- events --- (one line)
@@ -32,10 +31,6 @@ from hermes.errors import InvalidIdError
 from hermes.session.ids import validate_user_id
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ModelConfig(_Section):

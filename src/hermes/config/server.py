@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from hermes.config.section import Section as _Section
 from hermes.errors import InvalidIdError
 from hermes.session.ids import validate_user_id
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ApiKeyConfig(_Section):

@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from hermes.config.section import Section as _Section
+from hermes.config.section import check_name
 from hermes.errors import InvalidIdError
 from hermes.session.ids import validate_session_id, validate_user_id
 
@@ -25,15 +27,9 @@ PROMPT_FIELDS = frozenset({"content", "type", "msg_id", "route", "session_id", "
 PROMPT_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_]+)((?:\.[A-Za-z0-9_-]+)*)\}")
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 def check_route_name(value: str) -> str:
     """``value`` if it is a valid route name, else ``ValueError`` with the rule."""
-    if not ROUTE_NAME.fullmatch(value):
-        raise ValueError(f"invalid route name {value[:70]!r}: use {ROUTE_NAME_RULE}")
-    return value
+    return check_name(value, ROUTE_NAME, ROUTE_NAME_RULE, "route name")
 
 
 def check_prompt(value: str) -> str:

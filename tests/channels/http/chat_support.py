@@ -19,6 +19,8 @@ from fastapi import FastAPI
 
 from hermes import Agent, tool
 from hermes.channels.cli.serve_cmd import bind
+from hermes.channels.http.app import create_app
+from hermes.config.server import ServerConfig
 from hermes.models.base import ModelRequest, ModelResponse
 from hermes.session.items import Item
 from hermes.testing import FunctionModel, call, say
@@ -100,6 +102,13 @@ class SseReader:
 async def read_events(response: httpx.Response, count: int | None = None) -> list[Sse]:
     """Events of a streamed response as they come; stops after ``count`` (None: the end)."""
     return await SseReader(response).read(count)
+
+
+def client_for(agent: Agent, **settings: Any) -> httpx.AsyncClient:
+    """An httpx client on ``create_app(agent, ServerConfig(**settings))`` (ASGI, no socket)."""
+    app = create_app(agent, ServerConfig(**settings))
+    transport = httpx.ASGITransport(app=app)
+    return httpx.AsyncClient(transport=transport, base_url="http://hermes.test", timeout=30)
 
 
 async def items_of(agent: Agent, session_id: str) -> list[Item]:

@@ -20,7 +20,13 @@ from hermes.errors import ModelError, StoreError
 from hermes.session.ids import validate_session_id
 from hermes.testing import ScriptedModel
 from tests.channels.conftest import RUN_JSON_KEYS
-from tests.channels.http.chat_support import assert_consistent, items_of, make_agent, until
+from tests.channels.http.chat_support import (
+    assert_consistent,
+    client_for,
+    items_of,
+    make_agent,
+    until,
+)
 
 
 @pytest.fixture
@@ -28,12 +34,6 @@ async def agent(tmp_path: Path) -> AsyncIterator[Agent]:
     made = make_agent(tmp_path / "hermes.db")
     yield made
     await made.aclose()
-
-
-def client_for(agent: Agent, **settings: Any) -> httpx.AsyncClient:
-    app = create_app(agent, ServerConfig(**settings))
-    transport = httpx.ASGITransport(app=app)
-    return httpx.AsyncClient(transport=transport, base_url="http://hermes.test", timeout=30)
 
 
 async def test_plain_chat_returns_the_run_json_object(agent: Agent) -> None:

@@ -19,7 +19,7 @@ from hermes import Agent
 from hermes.channels.http.app import create_app
 from hermes.channels.http.turns import PART, MemoryTurnEvents
 from hermes.config.server import ApiKeyConfig, ServerConfig
-from tests.channels.http.chat_support import items_of, make_agent, parse_sse
+from tests.channels.http.chat_support import client_for, items_of, make_agent, parse_sse
 
 ALICE = "alice-key-0123456789abcdef"
 BOB = "bob-key-0123456789abcdefgh"
@@ -36,12 +36,6 @@ async def agent(tmp_path: Path) -> AsyncIterator[Agent]:
     made = make_agent(tmp_path / "hermes.db")
     yield made
     await made.aclose()
-
-
-def client_for(agent: Agent, **settings: Any) -> httpx.AsyncClient:
-    app = create_app(agent, ServerConfig(**settings))
-    transport = httpx.ASGITransport(app=app)
-    return httpx.AsyncClient(transport=transport, base_url="http://hermes.test", timeout=30)
 
 
 def key(value: str) -> dict[str, str]:
