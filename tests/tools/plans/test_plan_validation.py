@@ -109,6 +109,24 @@ def test_a_cycle_names_every_node_in_it() -> None:
     assert "cycle" in message
 
 
+def test_a_cycle_does_not_hide_the_other_problems() -> None:
+    """The nodes off the cycle still get their template checks (every problem at once);
+    nodes on it or below it are not called "not upstream" (there is no order to tell)."""
+    plan = {
+        "nodes": [
+            _node("a", depends_on=["b"]),
+            _node("b", depends_on=["a"]),
+            _node("below", depends_on=["a"], params={"room_id": "{{free.result.booking}}"}),
+            _node("free"),
+            _node("reader", params={"room_id": "{{free.result.booking}}"}),
+        ]
+    }
+    problems = _problems(plan)
+    assert [set(nodes) for nodes, m in problems if "cycle" in m] == [{"a", "b"}]
+    upstream = [nodes for nodes, m in problems if "not upstream" in m]
+    assert upstream == [("reader", "free")]
+
+
 def test_repeated_node_ids_are_refused() -> None:
     problems = _problems({"nodes": [_node("n1"), _node("n1")]})
     assert (("n1",), "node id 'n1' appears twice") in problems

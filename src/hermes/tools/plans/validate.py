@@ -61,7 +61,7 @@ def check_plan(
     by_id = _index(spec.nodes, problems)
     _check_dependencies(spec.nodes, by_id, problems)
     order = _topological(spec.nodes, by_id, problems)
-    ancestors = _Ancestors(spec.nodes, order) if order is not None else None
+    ancestors = _Ancestors(spec.nodes, order)
     schemas = _SchemaChecks()
     for node in spec.nodes:
         _check_tools(node, tools, problems)
@@ -125,9 +125,10 @@ def _check_dependencies(
 
 def _topological(
     nodes: list[NodeSpec], by_id: Mapping[str, NodeSpec], problems: list[PlanProblem]
-) -> list[str] | None:
-    """The node ids in an order where dependencies come first; ``None`` (a problem noted)
-    when there is a cycle."""
+) -> list[str]:
+    """The node ids in an order where dependencies come first. With a cycle (a problem noted)
+    the order holds only the nodes neither on a cycle nor downstream of one, so the checks of
+    the rest of the plan still run: every problem is reported at once."""
     sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
     for node in nodes:
         sorter.add(node.id, *(d for d in node.depends_on if d in by_id and d != node.id))
@@ -137,7 +138,25 @@ def _topological(
         cycle = list(dict.fromkeys(exc.args[1]))
         shown = " → ".join([*cycle[:_MAX_CYCLE_SHOWN], cycle[0]])
         problems.append(PlanProblem(tuple(cycle), f"the dependencies form a cycle: {shown}"))
-        return None
+    return _acyclic_order(nodes, by_id)
+
+
+def _acyclic_order(nodes: list[NodeSpec], by_id: Mapping[str, NodeSpec]) -> list[str]:
+    """Kahn's algorithm over the nodes reachable without passing a cycle (graphlib stops at the
+    first cycle it meets and gives no partial order)."""
+    deps = {node.id: {d for d in node.depends_on if d in by_id and d != node.id} for node in nodes}
+    dependants: dict[str, list[str]] = {node_id: [] for node_id in deps}
+    for node_id, upstream in deps.items():
+        for dep in upstream:
+            dependants[dep].append(node_id)
+    waiting = {node_id: len(upstream) for node_id, upstream in deps.items()}
+    order = [node_id for node_id, count in waiting.items() if count == 0]
+    for node_id in order:  # grows while it is walked
+        for dependant in dependants[node_id]:
+            waiting[dependant] -= 1
+            if waiting[dependant] == 0:
+                order.append(dependant)
+    return order
 
 
 class _Ancestors:
@@ -154,8 +173,12 @@ class _Ancestors:
                     mask |= self._upstream.get(dep, 0) | self._bit[dep]
             self._upstream[node_id] = mask
 
-    def is_upstream(self, ancestor: str, node: str) -> bool:
-        return bool(self._upstream.get(node, 0) & self._bit.get(ancestor, 0))
+    def is_upstream(self, ancestor: str, node: str) -> bool | None:
+        """Whether ``ancestor`` is upstream of ``node``; None when ``node`` is on a cycle or
+        downstream of one (no order to tell)."""
+        if node not in self._upstream:
+            return None
+        return bool(self._upstream[node] & self._bit.get(ancestor, 0))
 
 
 def _check_tools(node: NodeSpec, tools: ToolLookup, problems: list[PlanProblem]) -> None:
@@ -174,7 +197,7 @@ def _check_templates(
     node: NodeSpec,
     spec: PlanSpec,
     by_id: Mapping[str, NodeSpec],
-    ancestors: _Ancestors | None,
+    ancestors: _Ancestors,
     problems: list[PlanProblem],
 ) -> None:
     sources: list[tuple[str, Any, bool]] = [("params", node.params, False)]
@@ -200,7 +223,7 @@ def _reference_problem(  # noqa: PLR0917 - one check, its whole context
     node: NodeSpec,
     spec: PlanSpec,
     by_id: Mapping[str, NodeSpec],
-    ancestors: _Ancestors | None,
+    ancestors: _Ancestors,
     may_read_self: bool,
 ) -> str | None:
     if ref.node is None:
@@ -215,7 +238,7 @@ def _reference_problem(  # noqa: PLR0917 - one check, its whole context
         return None if may_read_self else f"{ref.text} reads the node's own result"
     if ref.node in node.depends_on:
         return None
-    if ancestors is not None and not ancestors.is_upstream(ref.node, node.id):
+    if ancestors.is_upstream(ref.node, node.id) is False:
         return (
             f"{ref.text} reads node {ref.node}, which is not upstream of {node.id} "
             f"(add it to depends_on)"
