@@ -265,3 +265,14 @@ def test_a_ten_thousand_node_plan_validates() -> None:
     nodes.append(_node("loose", params={"room_id": "{{last.result.booking}}"}))
     [(named, _)] = _problems({"nodes": nodes})
     assert named == ("loose", "last")
+
+
+def test_a_plan_file_without_a_name_is_named_after_the_file(tmp_path: Any) -> None:
+    from hermes.tools.plans import load_plan
+
+    nameless = tmp_path / "book-rooms.yaml"
+    nameless.write_text("nodes:\n  - {id: n1, tool: book_room, params: {room_id: r}}\n")
+    named = tmp_path / "other.json"
+    named.write_text('{"name": "kept", "nodes": [{"id": "n1", "tool": "book_room"}]}')
+    assert load_plan(nameless).name == "book-rooms"
+    assert load_plan(named).name == "kept"

@@ -124,7 +124,8 @@ def parse_plan(source: str | bytes | Mapping[str, Any], *, what: str = "the plan
 
 
 def load_plan(path: str | Path) -> PlanSpec:
-    """The plan file at ``path`` (``.json``, ``.yaml``/``.yml``, or either by content)."""
+    """The plan file at ``path`` (``.json``, ``.yaml``/``.yml``, or either by content); its
+    ``name`` defaults to the file's stem."""
     file = Path(path)
     try:
         if file.stat().st_size > MAX_PLAN_BYTES:
@@ -137,7 +138,11 @@ def load_plan(path: str | Path) -> PlanSpec:
         raise PlanInvalidError(
             f"cannot read plan file {file}: {exc.strerror or exc} / 无法读取计划文件"
         ) from None
-    return parse_plan(raw, what=f"plan file {file}")
+    spec = parse_plan(raw, what=f"plan file {file}")
+    if "name" not in spec.model_fields_set and file.stem:
+        # ``hermes plan list`` then tells one file's runs from another's.
+        spec = spec.model_copy(update={"name": file.stem[:256]})
+    return spec
 
 
 def _decode(raw: bytes, what: str) -> str:
