@@ -6,7 +6,9 @@ and params), so the model picks one and fills its params. The plan is validated 
 other (the template's params by their declared schemas, every node by its tool's) and runs
 on the same tool chain, for the turn's session and user. The call's result is the ``plan run
 --json`` object with the outputs; a failed or compensated run is a failed call (the model
-must not report a booking that was undone).
+must not report a booking that was undone). When a template holds a node that needs a
+person's approval, ``run_plan`` itself needs one: the turn asks the person (template and
+params), and the approved call runs the plan with its approvals given.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from hermes.errors import HermesError, ToolError
 from hermes.tools.base import ToolContext
 from hermes.tools.decorator import make_tool
 from hermes.tools.plans import run_json
+from hermes.tools.plans.validate import approval_problems
 
 if TYPE_CHECKING:
     from hermes.agent.agent import Agent
@@ -57,6 +60,11 @@ def offer_run_plan(agent: Agent, setup: PlanSetup) -> None:
         "required": ["template"],
     }
     owner = weakref.ref(agent)
+    # A template with a node that needs a person's approval makes run_plan need one: the person
+    # is asked once, for the template and its params (the turn's approval, seed 004 §4.3), and
+    # the approved call runs the plan approved. Without such a template no call is asked about,
+    # and a template edited later to hold one is refused before anything runs.
+    needs_approval = any(approval_problems(spec, agent.tools) for _, spec in described)
 
     async def run_plan(
         template: str, ctx: ToolContext, params: dict[str, Any] | None = None
@@ -64,7 +72,7 @@ def offer_run_plan(agent: Agent, setup: PlanSetup) -> None:
         held = owner()
         if held is None:
             raise PlanFailedError("the agent that offered run_plan is gone")
-        return await _run(held, template, params or {}, ctx)
+        return await _run(held, template, params or {}, ctx, approved=needs_approval)
 
     tool = make_tool(
         run_plan,
@@ -73,13 +81,16 @@ def offer_run_plan(agent: Agent, setup: PlanSetup) -> None:
         + "\n".join(lines),
         schema=schema,
         timeout=RUN_PLAN_TIMEOUT_S,
+        requires_approval=needs_approval,
     )
     agent.tools.register(tool, replace=True)
     agent._runtime.refresh_tools()  # the offered tools' token count and toolsets
 
 
-async def _run(agent: Agent, template: str, params: dict[str, Any], ctx: ToolContext) -> Any:
-    async with AgentPlans(agent) as plans:
+async def _run(
+    agent: Agent, template: str, params: dict[str, Any], ctx: ToolContext, *, approved: bool
+) -> Any:
+    async with AgentPlans(agent, approved=approved) as plans:
         try:
             run = await plans.runner.start(
                 plans.library.load(template),

@@ -81,8 +81,9 @@ def plan_setup(agent: Agent) -> PlanSetup:
 
 class AgentPlans:
     """Start, resume, cancel and read plan runs of ``agent``. ``approved``: tools that need
-    a person's approval run (the person started the plan: the CLI), else their nodes fail
-    with ``approval_required``. Close with :meth:`aclose` (or ``async with``)."""
+    a person's approval run (the person who started the run approved them: ``hermes plan run
+    --approve``, or the ``run_plan`` call they approved), else a plan holding such a node is
+    refused before anything runs. Close with :meth:`aclose` (or ``async with``)."""
 
     def __init__(self, agent: Agent, *, approved: bool = False) -> None:
         self.agent = agent

@@ -61,6 +61,14 @@ SessionOpt = Annotated[
 UserOpt = Annotated[
     str | None, typer.Option("--user", "-u", help="User id (default: agent.default_user).")
 ]
+ApproveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--approve",
+        help="You approve the calls of this run that need a person's approval (without it, "
+        "a plan holding such a node is refused before anything runs).",
+    ),
+]
 
 
 @plan_app.command("validate")
@@ -93,9 +101,11 @@ def plan_validate(target: TargetArg, as_json: JsonFlag = False) -> None:
 @plan_app.command("run")
 def plan_run(
     target: TargetArg,
+    *,
     param: ParamOption = None,
     session: SessionOpt = None,
     user: UserOpt = None,
+    approve: ApproveOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Run a plan file or template. / 运行计划文件或模板。"""
@@ -113,12 +123,13 @@ def plan_run(
             spec, params, user_id=user_id, session_id=session_id, on_event=watch
         )
 
-    _finish(_drive(start, as_json), as_json)
+    _finish(_drive(start, as_json, approve=approve), as_json)
 
 
 @plan_app.command("resume")
 def plan_resume(
     run_id: Annotated[str, typer.Argument(help="The run's id (hermes plan list).")],
+    approve: ApproveOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Continue a run that was cut off. / 继续一个被中断的计划运行。"""
@@ -127,7 +138,7 @@ def plan_resume(
         await plans.agent.connect_mcp(timeout=MCP_CONNECT_TIMEOUT_S)
         return await plans.resume(run_id, on_event=watch)
 
-    _finish(_drive(resume, as_json), as_json)
+    _finish(_drive(resume, as_json, approve=approve), as_json)
 
 
 @plan_app.command("list")
@@ -213,12 +224,15 @@ def _with_agent(fn: Callable[[Agent], Awaitable[Any]]) -> Any:
 def _drive(
     action: Callable[[AgentPlans, Callable[[PlanEvent], None]], Awaitable[PlanRun]],
     as_json: bool,
+    *,
+    approve: bool,
 ) -> PlanRun:
-    """Run ``action`` with the agent's plans and a live view; refusals exit 2."""
+    """Run ``action`` with the agent's plans and a live view; refusals exit 2. ``approve``:
+    the person at the terminal approves the calls that need it (``--approve``)."""
     from hermes.agent.plans import AgentPlans
 
     async def go(agent: Agent) -> PlanRun:
-        async with AgentPlans(agent) as plans:
+        async with AgentPlans(agent, approved=approve) as plans:
             view = _LiveView()
             try:
                 return await action(plans, view.watch)

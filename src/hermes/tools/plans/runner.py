@@ -27,11 +27,17 @@ from hermes.observe import get_logger
 from hermes.tools.pipeline import CallContext, ToolExecutor
 from hermes.tools.plan_runs import PlanRun, PlanRuns
 from hermes.tools.plans.events import EventSink, PlanEvent, ignore_events
-from hermes.tools.plans.execution import Execution
+from hermes.tools.plans.execution import ENDED, Execution
 from hermes.tools.plans.node_key import with_node_keys
 from hermes.tools.plans.saga import finish_run
 from hermes.tools.plans.spec import PlanSpec, parse_plan
-from hermes.tools.plans.validate import PlanProblem, check_params, check_plan, raise_problems
+from hermes.tools.plans.validate import (
+    PlanProblem,
+    approval_problems,
+    check_params,
+    check_plan,
+    raise_problems,
+)
 
 __all__ = ["PlanRunner", "PlanSettings"]
 
@@ -62,8 +68,9 @@ class PlanRunner:
     """Runs plans with ``executor`` (the agent's tool chain; a node-key step is added to it)
     and records them in ``runs``. ``workspace`` and ``extras`` are what every node's call
     context carries (the agent's tool settings); ``approved``: calls of tools that need a
-    person's approval run (a plan started by that person), else they fail with
-    ``approval_required``."""
+    person's approval run (the person started the run and approved them: ``hermes plan run
+    --approve``), else a plan holding such a node is refused before anything runs (start and
+    resume: :func:`~hermes.tools.plans.validate.approval_problems`)."""
 
     def __init__(
         self,
@@ -86,7 +93,7 @@ class PlanRunner:
     def check(self, spec: PlanSpec, params: Mapping[str, Any] | None = None) -> list[PlanProblem]:
         """Every problem of ``spec`` against the offered tools (``params``, when given, stand
         in for ``{{params.…}}``)."""
-        return check_plan(spec, self.executor.registry, params=params)
+        return check_plan(spec, self.executor.registry, params=params, approved=self.approved)
 
     async def start(
         self,
@@ -129,8 +136,19 @@ class PlanRunner:
         if claim.outcome == "held":
             raise PlanBusyError(_held_message(claim.run))
         spec = parse_plan(claim.run.spec, what=f"the plan of run {run_id}")
+        if not self.approved:
+            await self._refuse_unapproved(spec, claim.run)
         on_event(PlanEvent("plan_started", run_id, plan=claim.run.plan))
         return await self._drive(spec, claim.run, on_event)
+
+    async def _refuse_unapproved(self, spec: PlanSpec, run: PlanRun) -> None:
+        """``PlanInvalidError`` (the claim given back) when a node still to run needs an
+        approval this runner cannot give."""
+        ended = [n for n, held in run.nodes.items() if held.status in ENDED]
+        problems = approval_problems(spec, self.executor.registry, skip=ended)
+        if problems:
+            await self.runs.release(run.run_id, run.token)
+            raise_problems(problems, what=f"the rest of plan run {run.run_id}")
 
     async def cancel(self, run_id: str) -> PlanRun:
         """Ask the run to stop: nodes not started are skipped, running calls end (their

@@ -8,7 +8,8 @@
 - templates that are malformed, name an unknown plan parameter or a node that is not upstream
   (a node's compensation may also read the node itself; outputs may read any node);
 - params that fail their tool's JSON Schema as far as they are known: a top-level argument
-  holding a template is taken as present and unknown until the run resolves it.
+  holding a template is taken as present and unknown until the run resolves it;
+- for a run nobody can approve, nodes whose tool needs a person's approval.
 
 Linear in the size of the plan: a 10,000-node plan validates in well under a second
 (``tests/tools/plans/test_validate.py`` holds one; ancestors are bitsets, schemas are compiled
@@ -28,7 +29,14 @@ from hermes.tools.plans.spec import NodeSpec, PlanSpec
 from hermes.tools.plans.templates import Ref, TemplateError, lookup_path, references, render
 from hermes.tools.validation import validate_arguments
 
-__all__ = ["PlanProblem", "ToolLookup", "check_params", "check_plan", "raise_problems"]
+__all__ = [
+    "PlanProblem",
+    "ToolLookup",
+    "approval_problems",
+    "check_params",
+    "check_plan",
+    "raise_problems",
+]
 
 _MAX_SHOWN = 20
 _MAX_CYCLE_SHOWN = 12
@@ -53,10 +61,16 @@ class PlanProblem:
 
 
 def check_plan(
-    spec: PlanSpec, tools: ToolLookup, *, params: Mapping[str, Any] | None = None
+    spec: PlanSpec,
+    tools: ToolLookup,
+    *,
+    params: Mapping[str, Any] | None = None,
+    approved: bool = True,
 ) -> list[PlanProblem]:
     """Every problem of ``spec`` against ``tools`` (empty: the plan may run). ``params``: the
-    plan parameters when known (their values then stand in for ``{{params.…}}``)."""
+    plan parameters when known (their values then stand in for ``{{params.…}}``);
+    ``approved=False``: whoever starts the run cannot approve calls, so a node whose tool (or
+    compensation) needs a person's approval is a problem too (:func:`approval_problems`)."""
     problems: list[PlanProblem] = []
     by_id = _index(spec.nodes, problems)
     _check_dependencies(spec.nodes, by_id, problems)
@@ -69,7 +83,40 @@ def check_plan(
         _check_arguments(node, tools, params, schemas, problems)
     for name, value in spec.outputs.items():
         _check_output(name, value, spec, by_id, problems)
+    if not approved:
+        problems.extend(approval_problems(spec, tools))
     return problems
+
+
+def approval_problems(
+    spec: PlanSpec, tools: ToolLookup, *, skip: Iterable[str] = ()
+) -> list[PlanProblem]:
+    """The nodes (not in ``skip``) whose tool or compensation needs a person's approval (seed
+    004 §4.3), for a run nobody can approve: it is refused before anything runs rather than
+    failing half-way, after other nodes took effect (a plan does not stop to ask)."""
+    left_out = set(skip)
+    problems: list[PlanProblem] = []
+    for node in spec.nodes:
+        if node.id in left_out:
+            continue
+        needs = [node.tool] if _needs_approval(tools, node.tool) else []
+        if node.compensate is not None and _needs_approval(tools, node.compensate.tool):
+            needs.append(node.compensate.tool)
+        if needs:
+            named = " and ".join(repr(name) for name in dict.fromkeys(needs))
+            problems.append(
+                PlanProblem(
+                    (node.id,),
+                    f"node {node.id} calls {named}, which needs a person's approval, and this "
+                    "run cannot ask for one (approve it when starting: hermes plan run --approve)",
+                )
+            )
+    return problems
+
+
+def _needs_approval(tools: ToolLookup, name: str) -> bool:
+    tool = tools.get(name)
+    return tool is not None and tool.requires_approval
 
 
 def raise_problems(problems: list[PlanProblem], *, what: str = "the plan") -> None:
