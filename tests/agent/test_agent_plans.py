@@ -202,3 +202,37 @@ async def test_a_failed_run_is_recorded_without_touching_working_memory(tmp_path
     items = await agent.store.read_items("session-plan-5")
     assert [i.kind for i in items] == ["state"]  # the refused start left nothing
     await agent.aclose()
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("我上次订的会议室是哪个？", "你说的「上次订的会议室」是：room_id: 深圳-R2"),
+        ("what was the room I booked last time?", 'By "the room I booked" I understand: room_id'),
+    ],
+)
+async def test_the_offline_brain_answers_what_the_plan_booked_from_the_session(
+    tmp_path: Path, question: str, expected: str
+) -> None:
+    """Seed 003 §5: "我上次订的会议室" finds the room a finished plan booked — with the offline
+    brain too, from the session's working memory (not long-term memory, which holds nothing)."""
+    agent = Agent(
+        model=RuleBrain(),
+        tools=[find_room, book_room],
+        store=tmp_path / "hermes.db",
+        memory=tmp_path / "memory",
+    )
+    setup = PlanSetup(_templates(tmp_path))
+    configure_plans(agent, setup)
+    async with AgentPlans(agent) as plans:
+        run = await plans.start_template(
+            "book-meeting", {"city": "深圳"}, session_id="session-plan-6", user_id="u1"
+        )
+    assert run.status == "succeeded"
+    answer = await agent.run(question, session_id="session-plan-6", user_id="u1")
+    elsewhere = await agent.run(question, session_id="session-plan-7", user_id="u1")
+    await agent.aclose()
+    assert expected in answer.reply
+    assert "深圳-R2" in answer.reply
+    assert answer.tool_calls == []  # answered from the session, no memory search
+    assert "深圳-R2" not in elsewhere.reply  # another session holds no such booking

@@ -337,7 +337,11 @@ _SAME = re.compile(
     r"|\bthe\s+(?P<found>"
     + _alternation(w for w in _NOUN_WORDS if w.isascii())
     + r")\s+(?:that\s+)?"
-    r"(?:you|we|it)\s+(?:just\s+)?(?:found|looked\s+up|got|fetched|returned|showed)\b",
+    r"(?:you|we|it)\s+(?:just\s+)?(?:found|looked\s+up|got|fetched|returned|showed)\b"
+    r"|\bthe\s+(?P<done>"
+    + _alternation(w for w in _NOUN_WORDS if w.isascii())
+    + r")\s+(?:that\s+)?(?:i|we)\s+(?:just\s+|last\s+)?"
+    r"(?:booked|reserved|ordered|used|picked|chose|sent|opened)\b",
     re.IGNORECASE,
 )
 #: What the words of a reference point at: the user's own (我的, my), what a tool showed
@@ -354,6 +358,8 @@ _OWN_GROUPS: Final = frozenset(
 def _pointer(same: re.Match[str]) -> Pointer:
     if same["found"]:
         return "seen"
+    if same["done"]:  # "the room I booked": what was last acted on
+        return "acted"
     det = " ".join((same["zdet"] or same["edet"] or "").lower().split())
     if "我" in det or det in ("my", "my own", "our"):
         return "own"
@@ -524,7 +530,7 @@ class WorkingMemory:
         group: str | None = None
         pointer: Pointer = "acted"
         if same is not None:
-            noun = same["zh"] or same["en"] or same["found"]
+            noun = same["zh"] or same["en"] or same["found"] or same["done"]
             group = "date" if same["day"] else _NOUN_WORDS.get(noun.lower())
             pointer = "acted" if same["day"] else _pointer(same)
             if pointer == "own" and group not in _OWN_GROUPS:

@@ -51,7 +51,7 @@ from hermes.models.brain.intents import (
 from hermes.models.brain.numbers import Number, format_exact
 from hermes.models.brain.phrases import render
 from hermes.models.brain.segments import place_follow_up, split_requests
-from hermes.models.memory_notes import BLOCK_HEADER, SAVED_HEADER, note_items
+from hermes.models.memory_notes import BLOCK_HEADER, SAVED_HEADER, note_items, note_reference
 from hermes.text.lang import Lang, language_of
 
 #: Longer messages are cut before slots are read (bounds the cost of user regexes).
@@ -355,6 +355,11 @@ class RuleBrain:
         self, plan: _Plan, intent: Intent, values: dict[str, Any], *, ask: str | None = None
     ) -> None:
         """Ask for the first missing required slot, else reply or call the tool."""
+        if intent.tool == "recall_memories":
+            answer = _reference_answer(plan)
+            if answer is not None:  # "我上次订的会议室" is in this session, not long-term memory
+                plan.say(answer, intent.name)
+                return
         if self._refused(plan, intent, values):
             return
         scratch = plan.request.scratch
@@ -679,6 +684,26 @@ def _notes(messages: Sequence[Any]) -> str:
         if isinstance(m, dict) and m.get("role") == "system"
     ]
     return "\n".join(text for text in texts if SAVED_HEADER in text or BLOCK_HEADER in text)
+
+
+def _reference_answer(plan: _Plan) -> str | None:
+    """What a phrase of the message points at in this session (the memory note's reference
+    line: a booked room a plan returned, the order just looked up), as the answer; several
+    candidates are listed with a question, never picked."""
+    texts = [
+        _content_text(m.get("content"))
+        for m in reversed(plan.request.messages)
+        if isinstance(m, dict) and m.get("role") == "system"
+    ]
+    reference = next((r for r in map(note_reference, texts) if r is not None), None)
+    if reference is None:
+        return None
+    if reference.target is not None:
+        return phrases.REFERENCE_FACT[plan.lang].format(
+            phrase=reference.phrase, target=reference.target
+        )
+    joined = ("；或 " if plan.lang == "zh" else "; or ").join(reference.candidates)
+    return phrases.REFERENCE_AMBIGUOUS[plan.lang].format(phrase=reference.phrase, candidates=joined)
 
 
 def _next_call_id(scratch: dict[str, Any]) -> str:

@@ -158,6 +158,16 @@ MEMORY_RECALLED: dict[Lang, str] = {
     "zh": "我记得这些（如果有变化，请告诉我）：\n{items}",
     "en": "Here is what I remember (tell me if anything has changed):\n{items}",
 }
+#: A question about something this session showed ("我上次订的会议室是哪个？"), answered from
+#: the reference line of the memory note (``hermes.models.memory_notes.note_reference``).
+REFERENCE_FACT: dict[Lang, str] = {
+    "zh": "你说的「{phrase}」是：{target}",
+    "en": 'By "{phrase}" I understand: {target}',
+}
+REFERENCE_AMBIGUOUS: dict[Lang, str] = {
+    "zh": "「{phrase}」可能指：{candidates}。你指的是哪一个？",
+    "en": '"{phrase}" could mean: {candidates}. Which one do you mean?',
+}
 AND_MORE: dict[Lang, str] = {"zh": "等", "en": ' and more (ask "what can you do")'}
 EMPTY_LIST: dict[Lang, str] = {"zh": "（空）", "en": "(none)"}
 MORE_ITEMS: dict[Lang, str] = {"zh": "……还有 {count} 项", "en": "… and {count} more"}
