@@ -39,8 +39,10 @@ lease row, not a session-level advisory lock):
   order); a blob that is missing, corrupt or not this node's raises
   :class:`PlanResultLostError` naming the run and the node — never ``None`` in its place.
   Records written before results moved to the archive (the result inline in the record)
-  read as they always did. A backend with no directory to write beside (a ``:memory:``
-  database) keeps results in the record; ``result_hash`` is then ``None``.
+  read as they always did. A backend may keep a small result in the record itself (SQLite:
+  up to 1,000 bytes of JSON, less than a file costs to create; ``hermes.storage.sqlite.
+  plan_results``), and one with no directory to write beside (a ``:memory:`` database) keeps
+  every result there; ``result_hash`` is then ``None``.
 - **Finishing.** ``finish`` takes ``succeeded``, ``failed`` or ``compensated`` (with the
   outputs or the run's error) and refuses while a node is ``running``; a finished run is
   immutable and can no longer be claimed (``finished``).

@@ -31,6 +31,8 @@ nodes:
     depends_on: [find]
 outputs: {room: "{{find.result.room_id}}"}
 """
+#: Larger than what a node's row keeps inline (storage/open.py, PLAN_RESULT_INLINE_MAX).
+MAP = "楼层平面图 " * 400
 
 
 @pytest.fixture
@@ -38,7 +40,7 @@ async def agent(tmp_path: Path) -> AsyncIterator[Agent]:
     @tool(side_effects=False)
     def find_room() -> dict[str, Any]:
         """A free room."""
-        return {"room_id": "A101", "floor": 2}
+        return {"room_id": "A101", "floor": 2, "map": MAP}
 
     @tool
     def book(room: str) -> str:
@@ -75,12 +77,12 @@ async def test_a_run_reads_as_before_and_a_lost_result_is_a_typed_error(
         assert shown.status_code == 200
         body = shown.json()
         assert body["nodes"] == {
-            "find": {"status": "succeeded", "result": {"room_id": "A101", "floor": 2}},
+            "find": {"status": "succeeded", "result": {"room_id": "A101", "floor": 2, "map": MAP}},
             "book": {"status": "succeeded", "result": "booked A101"},
         }
         assert body["outputs"] == {"room": "A101"}
         blobs = [p for p in (tmp_path / PLAN_RESULTS_DIR).rglob("*") if p.is_file()]
-        assert len(blobs) == 2
+        assert len(blobs) == 1  # find's result (book's is small: kept in its row)
         for blob in blobs:
             blob.unlink()  # a disk lost, a directory deleted by hand
         # A fresh server process: nothing of the first one's cache.

@@ -25,7 +25,7 @@ from hermes.agent.compose import open_plan_runs
 from hermes.errors import StoreError
 from hermes.memory.archive import ArchiveError
 from hermes.storage.files.archive import LocalArchive
-from hermes.storage.open import PLAN_RESULTS_DIR
+from hermes.storage.open import PLAN_RESULT_INLINE_MAX, PLAN_RESULTS_DIR
 from hermes.storage.sqlite.plan_runs import MIGRATIONS, SQLitePlanRuns
 from hermes.tools.pipeline import ToolExecutor
 from hermes.tools.plan_runs import NodeChange, RunError
@@ -36,6 +36,14 @@ from tests.fixtures.make_plans_inline_v1 import runner
 
 FIXTURE = Path(__file__).resolve().parent.parent.parent / "fixtures" / "plans-inline-v1"
 EXPECTED: dict[str, Any] = json.loads((FIXTURE / "expected.json").read_text(encoding="utf-8"))
+
+
+#: A result larger than the ``PLAN_RESULT_INLINE_MAX`` of ``storage/open.py``: archived.
+BIG = {"terms": "条款 " * (PLAN_RESULT_INLINE_MAX // 4)}
+
+
+def _archiving_every_result(path: Path) -> SQLitePlanRuns:
+    return SQLitePlanRuns(path, archive=LocalArchive(path.with_name(PLAN_RESULTS_DIR)))
 
 
 @pytest.fixture
@@ -76,7 +84,7 @@ async def test_a_plans_db_with_inline_results_is_migrated_and_reads_as_before(ol
 
 async def test_a_run_cut_off_before_the_move_resumes_from_its_inline_results(old_plans: Path):
     run_id = EXPECTED["cut-off"]["run_id"]
-    runs = open_plan_runs(old_plans)
+    runs = _archiving_every_result(old_plans)
     try:
         made: PlanRunner = runner(runs)
         run = await made.resume(run_id)
@@ -113,7 +121,7 @@ _WRITER = textwrap.dedent(
         while True:
             claim = await runs.create("busy", spec=spec, params={}, node_ids=nodes)
             for i, node in enumerate(nodes):
-                result = {"node": node, "payload": "x" * (i * 97 % 4000)}
+                result = {"node": node, "payload": "x" * (1001 + i * 97 % 4000)}
                 if i % 2:
                     await runs.set_node(claim.run.run_id, claim.token, node, "running")
                     await runs.set_node(claim.run.run_id, claim.token, node, "succeeded",
@@ -229,7 +237,7 @@ async def test_a_resume_renders_templates_and_the_saga_from_archived_results(tmp
     claim = await first.create("saga", spec=spec, params={}, node_ids=["n1", "n2"])
     run_id, token = claim.run.run_id, claim.token
     await first.set_node(run_id, token, "n1", "running")
-    await first.set_node(run_id, token, "n1", "succeeded", result={"booking": "b-r1"})
+    await first.set_node(run_id, token, "n1", "succeeded", result=BIG | {"booking": "b-r1"})
     await first.set_node(run_id, token, "n2", "running")  # then the process died
     await first.release(run_id, token)
     await first.close()
@@ -243,4 +251,31 @@ async def test_a_resume_renders_templates_and_the_saga_from_archived_results(tmp
     assert run.nodes["n2"].error is not None
     assert run.nodes["n2"].error.type == "outcome_unknown"
     assert undone == ["b-r1"]  # the compensation rendered from n1's archived result
-    assert run.nodes["n1"].result == {"booking": "b-r1"}
+    assert run.nodes["n1"].result == BIG | {"booking": "b-r1"}
+    assert run.nodes["n1"].result_hash is not None
+
+
+async def test_a_result_up_to_the_inline_limit_stays_in_its_row_a_larger_one_is_archived(
+    tmp_path: Path,
+):
+    small = {"text": "x" * (PLAN_RESULT_INLINE_MAX - 11)}  # exactly the limit as JSON
+    runs = open_plan_runs(tmp_path / "plans.db")
+    try:
+        claim = await runs.create("p", spec={}, params={}, node_ids=["small", "big"])
+        for node_id, result in (("small", small), ("big", BIG)):
+            await runs.set_node(claim.run.run_id, claim.token, node_id, "running")
+            await runs.set_node(claim.run.run_id, claim.token, node_id, "succeeded", result=result)
+    finally:
+        await runs.close()
+    fresh = open_plan_runs(tmp_path / "plans.db")
+    try:
+        run = await fresh.get(claim.run.run_id)
+    finally:
+        await fresh.close()
+    assert run is not None
+    assert run.nodes["small"].result == small
+    assert run.nodes["small"].result_hash is None
+    assert run.nodes["big"].result == BIG
+    assert run.nodes["big"].result_hash is not None
+    blobs = [p for p in (tmp_path / PLAN_RESULTS_DIR).rglob("*") if p.is_file()]
+    assert len(blobs) == 1

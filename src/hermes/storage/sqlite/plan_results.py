@@ -1,7 +1,8 @@
 """The results of plan nodes in the L3 archive (the ``PlanRuns`` contract, "Results by archive
 hash", of ``hermes.tools.plan_runs``; the archive: ``hermes.memory.archive``).
 
-A succeeded node's result becomes one blob, written before the commit that names its hash:
+A succeeded node's result larger than ``inline_max`` bytes of JSON becomes one blob, written
+before the commit that names its hash:
 
     {"run_id":"plan-…","node_id":"n1","token":1796…,"result":<the result's JSON text>}
 
@@ -16,6 +17,15 @@ Why ``plan-results/`` beside ``plans.db``, not the tool-call tiers' ``archive/``
 upkeep (``ToolMemory.prune``) deletes every blob of its directory that no L2 record names,
 which would take a plan's results an hour after they were written. Same protocol, same
 backend, same blob format; a directory of its own, kept by ``plans.db``'s records.
+
+Why results up to ``inline_max`` stay in the record (``storage/open.py`` sets 1,000 bytes;
+``0`` archives every result): a blob is a file, and creating one costs 0.1–0.4 ms on the
+development machines' disks (directories included: a young archive creates one per blob) —
+on a chain of no-op nodes that more than doubles the runner's overhead (BENCHMARKS.md,
+"Multi-call plans", "Results by archive hash"), while a result that small sits in its row's
+b-tree cell anyway (SQLite keeps up to ~1,000 bytes of a ``WITHOUT ROWID`` row on a 4 KiB
+page before spilling to overflow pages). What the archive is for — results that would bloat
+``plans.db`` and every read of a run — is what goes there.
 
 Blobs read or written are kept in a bounded in-process cache (by bytes; a blob never changes
 under its name), so the reads a runner makes while it holds a run — each ``renew`` returns the
@@ -59,11 +69,21 @@ NO_RESULT = StoredResult(None, None)
 
 
 class PlanResults:
-    """The node results of one ``PlanRuns`` backend: in ``archive``, or (``archive=None``, a
-    ``:memory:`` database with no directory beside it) in the records themselves."""
+    """The node results of one ``PlanRuns`` backend: those over ``inline_max`` bytes of JSON
+    in ``archive``, the others in the records (all of them there when ``archive`` is
+    ``None``: a ``:memory:`` database with no directory beside it)."""
 
-    def __init__(self, archive: Archive | None, *, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+    def __init__(
+        self,
+        archive: Archive | None,
+        *,
+        inline_max: int = 0,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
+        if inline_max < 0:
+            raise ValueError(f"inline_max must be >= 0, got {inline_max}")
         self.archive = archive
+        self.inline_max = inline_max
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._cached_bytes = 0
         self._cache_limit = cache_bytes
@@ -75,9 +95,10 @@ class PlanResults:
         if result is None:
             return NO_RESULT
         text = dump_json(result, f"the result of node {node_id!r}")
-        if self.archive is None:
+        data = text.encode("utf-8", "surrogatepass")
+        if self.archive is None or len(data) <= self.inline_max:
             return StoredResult(text, None)
-        blob = _envelope(run_id, node_id, token, text)
+        blob = _envelope(run_id, node_id, token, data)
         try:
             digest = await self.archive.put(blob)
         except StoreError as exc:
@@ -174,8 +195,8 @@ class PlanResults:
             self._cached_bytes -= len(dropped)
 
 
-def _envelope(run_id: str, node_id: str, token: int, text: str) -> bytes:
-    """The blob of one node's result (the module docstring); ``text`` is already JSON."""
+def _envelope(run_id: str, node_id: str, token: int, data: bytes) -> bytes:
+    """The blob of one node's result (the module docstring); ``data`` is already JSON."""
     owner = json.dumps(run_id, ensure_ascii=False), json.dumps(node_id, ensure_ascii=False)
     head = f'{{"run_id":{owner[0]},"node_id":{owner[1]},"token":{token:d},"result":'
-    return (head + text + "}").encode("utf-8", "surrogatepass")
+    return head.encode("utf-8", "surrogatepass") + data + b"}"

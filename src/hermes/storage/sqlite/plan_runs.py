@@ -8,12 +8,14 @@ run's token and status and then writes, so a claim taken over by another process
 token) makes every later write of the old holder fail with ``LeaseLostError``, and two
 processes resuming one run cannot both win (the second reads the first's live lease).
 
-A node's result is a blob of the archive handed in (``plan-results/`` beside the file:
-``hermes.storage.sqlite.plan_results`` says why and what a blob holds), put *before* the
-transaction that writes its hash into ``plan_nodes.result_hash``; a write refused after that
-(a lost claim, a move not allowed) deletes the blobs it put. Rows of schema version 1 kept
-their result inline in ``plan_nodes.result``: they read as they always did (version 2 only
-added the column), and a ``:memory:`` database, with no directory beside it, still does so.
+A node's result over ``inline_max`` bytes of JSON is a blob of the archive handed in
+(``plan-results/`` beside the file: ``hermes.storage.sqlite.plan_results`` says why and what a
+blob holds), put *before* the transaction that writes its hash into
+``plan_nodes.result_hash``; a write refused after that (a lost claim, a move not allowed)
+deletes the blobs it put. Rows of schema version 1 kept their result inline in
+``plan_nodes.result``: they read as they always did (version 2 only added the column); so do
+results up to ``inline_max``, and every result of a ``:memory:`` database, with no directory
+beside it.
 """
 
 from __future__ import annotations
@@ -448,8 +450,9 @@ def _named(conn: sqlite3.Connection, run_id: str, digests: Sequence[str]) -> set
 class SQLitePlanRuns(RunsFile):
     """A :class:`~hermes.tools.plan_runs.PlanRuns` on one SQLite file (WAL); ``path``,
     ``clock`` and ``busy_timeout`` as for :class:`~hermes.storage.sqlite.leases.RunsFile`.
-    ``archive`` holds the nodes' results (``storage/open.py`` hands in ``plan-results/``
-    beside the file); ``None`` keeps them in the rows (a ``:memory:`` database).
+    ``archive`` holds the nodes' results over ``inline_max`` bytes of JSON (``storage/open.py``
+    hands in ``plan-results/`` beside the file and 1,000 bytes); ``None`` keeps them all in
+    the rows (a ``:memory:`` database).
     """
 
     kind = "plan runs store"
@@ -461,10 +464,11 @@ class SQLitePlanRuns(RunsFile):
         path: str | os.PathLike[str],
         *,
         archive: Archive | None,
+        inline_max: int = 0,
         clock: Clock = time.time,
         busy_timeout: float = 5.0,
     ) -> None:
-        self.results = PlanResults(archive)
+        self.results = PlanResults(archive, inline_max=inline_max)
         super().__init__(path, clock=clock, busy_timeout=busy_timeout)
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
