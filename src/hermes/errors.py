@@ -53,6 +53,7 @@ ErrorCode = Literal[
     "template_not_found",
     "plan_busy",
     "plan_failed",  # hermes.agent.plan_tool: the run_plan tool's plan ran and failed
+    "plan_result_lost",  # hermes.tools.plan_runs: a node's archived result cannot be read
 ]
 
 

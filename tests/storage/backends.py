@@ -26,6 +26,7 @@ from hermes.scheduler.runs import JobRuns
 from hermes.session.locks import LocalSessionLocks, SessionLocks
 from hermes.session.store import Store
 from hermes.storage.files.archive import LocalArchive
+from hermes.storage.open import PLAN_RESULT_MAX_BYTES, PLAN_RESULTS_DIR
 from hermes.storage.sqlite.event_dedupe import SQLiteEventDedupe
 from hermes.storage.sqlite.idempotency import SQLiteIdempotencyRecords
 from hermes.storage.sqlite.job_runs import SQLiteJobRuns
@@ -260,11 +261,15 @@ class RunsBackend(Protocol):
     the time source (a fake one: windows and leases without sleeping). ``durable``: the data
     survives a reopen. ``cross_process``: another process can open it too (``spawn`` pickles
     the backend object and calls ``open_*`` there), so the race tests run on it.
+    ``plan_results``: where the plan runs keep their nodes' results (an archive the suite can
+    damage as a lost disk, a torn write or a person would), ``None`` when they stay in the
+    records (a ``:memory:`` database: the tests of archived results skip it).
     """
 
     name: str
     durable: bool
     cross_process: bool
+    plan_results: ArchiveBackend | None
 
     def open_event_dedupe(self, clock: Clock | None = None) -> EventDedupe: ...
 
@@ -282,6 +287,10 @@ class SQLiteRunsFiles:
     durable: bool = True
     cross_process: bool = True
 
+    @property
+    def plan_results(self) -> ArchiveBackend:
+        return FilesArchive(self.directory / PLAN_RESULTS_DIR)
+
     def open_event_dedupe(self, clock: Clock | None = None) -> EventDedupe:
         return SQLiteEventDedupe(self.directory / "events.db", clock=clock or time.time)
 
@@ -289,7 +298,11 @@ class SQLiteRunsFiles:
         return SQLiteJobRuns(self.directory / "jobs.db", clock=clock or time.time)
 
     def open_plan_runs(self, clock: Clock | None = None) -> PlanRuns:
-        return SQLitePlanRuns(self.directory / "plans.db", clock=clock or time.time)
+        return SQLitePlanRuns(
+            self.directory / "plans.db",
+            archive=self.plan_results.open(max_bytes=PLAN_RESULT_MAX_BYTES),
+            clock=clock or time.time,
+        )
 
 
 @dataclass
@@ -301,6 +314,7 @@ class SQLiteRunsInMemory:
     name: str = "sqlite-memory"
     durable: bool = False
     cross_process: bool = False
+    plan_results: ArchiveBackend | None = None
 
     def __post_init__(self) -> None:
         self.opened: dict[str, Any] = {}
@@ -320,7 +334,9 @@ class SQLiteRunsInMemory:
     def open_plan_runs(self, clock: Clock | None = None) -> PlanRuns:
         made = self.opened.get("plans")
         if made is None or made._closed:
-            made = self.opened["plans"] = SQLitePlanRuns(":memory:", clock=clock or time.time)
+            made = self.opened["plans"] = SQLitePlanRuns(
+                ":memory:", archive=None, clock=clock or time.time
+            )
         return cast(PlanRuns, made)
 
 

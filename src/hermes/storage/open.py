@@ -220,10 +220,31 @@ def open_job_runs(where: RunsLocation, *, base_dir: Path | None = None) -> JobRu
     return SQLiteJobRuns(runs_path(where, JOBS_FILE, base_dir=base_dir))
 
 
+#: The archive of plan nodes' results, beside ``plans.db`` (not the tool-call tiers'
+#: ``archive/``: ``hermes.storage.sqlite.plan_results`` says why).
+PLAN_RESULTS_DIR = "plan-results"
+#: The largest result a plan node keeps (uncompressed bytes of its JSON): what a record held
+#: inline before was bounded by memory only, not by the tool-call archive's 8 MiB.
+PLAN_RESULT_MAX_BYTES = 64 * 1024 * 1024
+#: Results up to this many bytes of JSON stay in the node's row, larger ones go to the
+#: archive (``hermes.storage.sqlite.plan_results`` says why; 0 archives every result).
+PLAN_RESULT_INLINE_MAX = 1000
+
+
 def open_plan_runs(where: RunsLocation, *, base_dir: Path | None = None) -> PlanRuns:
     """The ``PlanRuns`` (``hermes.tools.plan_runs``) for ``where``: ``plans.db`` beside a
-    SQLite store's file (see :func:`runs_path`)."""
-    return SQLitePlanRuns(runs_path(where, PLANS_FILE, base_dir=base_dir))
+    SQLite store's file (see :func:`runs_path`), its nodes' results over
+    :data:`PLAN_RESULT_INLINE_MAX` bytes in the L3 archive ``plan-results/`` beside it (a
+    :class:`LocalArchive`, created on its first write); a ``:memory:`` database keeps them in
+    its rows (nothing is written beside it)."""
+    path = runs_path(where, PLANS_FILE, base_dir=base_dir)
+    if path == ":memory:":
+        return SQLitePlanRuns(path, archive=None)
+    # Imported here, as in open_tool_memory_backends: the archive module is memory's.
+    from hermes.storage.files.archive import LocalArchive
+
+    archive = LocalArchive(Path(path).with_name(PLAN_RESULTS_DIR), max_bytes=PLAN_RESULT_MAX_BYTES)
+    return SQLitePlanRuns(path, archive=archive, inline_max=PLAN_RESULT_INLINE_MAX)
 
 
 def runs_path(where: RunsLocation, filename: str, *, base_dir: Path | None = None) -> str:

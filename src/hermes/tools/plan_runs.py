@@ -31,14 +31,28 @@ lease row, not a session-level advisory lock):
   (:meth:`~PlanRuns.record_compensation`) makes it ``compensated``, or keeps it ``succeeded``
   with ``compensation_error``. Every transition is committed at once (``set_nodes``: several
   in one commit, all or none): a crash loses nothing that ended.
+- **Results by archive hash.** A node's result is kept in the backend's L3 archive (the
+  content-addressed blob store of ``hermes.memory.archive``) and its record holds the blob's
+  hash (``NodeRun.result_hash``). The blob is written *before* the commit that names it, so a
+  crash leaves at worst a blob no record names, never a record naming a missing blob. Every
+  read gives ``result`` back exactly as it was written (the JSON value, object keys in their
+  order); a blob that is missing, corrupt or not this node's raises
+  :class:`PlanResultLostError` naming the run and the node — never ``None`` in its place.
+  Records written before results moved to the archive (the result inline in the record)
+  read as they always did. A backend may keep a small result in the record itself (SQLite:
+  up to 1,000 bytes of JSON, less than a file costs to create; ``hermes.storage.sqlite.
+  plan_results``), and one with no directory to write beside (a ``:memory:`` database) keeps
+  every result there; ``result_hash`` is then ``None``.
 - **Finishing.** ``finish`` takes ``succeeded``, ``failed`` or ``compensated`` (with the
   outputs or the run's error) and refuses while a node is ``running``; a finished run is
   immutable and can no longer be claimed (``finished``).
 - **Cancel.** :meth:`~PlanRuns.request_cancel` marks the run (``cancel_requested_at``); the
   holder sees it on its next ``renew``/``get`` and stops, compensating as the saga says.
 - Reads see every committed write at once, across workers; ``list_runs`` is newest first.
-- :meth:`~PlanRuns.delete_user` removes a user's runs (``DELETE /v1/users/{id}`` erases a
-  user everywhere: a run's params and results may hold what the user said).
+- :meth:`~PlanRuns.delete_user` removes a user's runs and their result blobs
+  (``DELETE /v1/users/{id}`` erases a user everywhere: a run's params and results may hold
+  what the user said). A blob belongs to one node of one run (it names them), so deleting it
+  never takes another run's result.
 
 Times are seconds since the epoch from the backend's clock (``clock=`` of the SQLite backend).
 """
@@ -50,7 +64,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from hermes.errors import InvalidInputError, NodeTransitionError
+from hermes.errors import ErrorCode, InvalidInputError, NodeTransitionError, StoreError
 
 #: How long a claim holds its run unless renewed.
 DEFAULT_LEASE_SECONDS = 120.0
@@ -100,7 +114,8 @@ class NodeChange:
 class NodeRun:
     """One node of a run. ``result`` is the tool's output once ``succeeded``; ``error`` why it
     failed; ``compensation_error`` why its compensation failed; ``attempts`` counts its moves
-    to ``running``."""
+    to ``running``; ``result_hash`` names the archived blob that holds ``result`` (``None``
+    for a node without a result, or one whose result is kept in the record itself)."""
 
     node_id: str
     status: NodeStatus
@@ -110,6 +125,30 @@ class NodeRun:
     attempts: int = 0
     started_at: float | None = None
     finished_at: float | None = None
+    result_hash: str | None = None
+
+
+class PlanResultLostError(StoreError):
+    """A node's result cannot be read back: the archived blob its record names is missing,
+    corrupt, or holds another node's result (``reason`` says which: ``missing``, ``corrupt``,
+    ``unreadable``, ``not_this_node``). Names the run, the node and the blob's hash; nothing is
+    served in the result's place."""
+
+    code: ErrorCode = "plan_result_lost"
+
+    def __init__(self, run_id: str, node_id: str, digest: str, reason: str, detail: str) -> None:
+        super().__init__(
+            f"the result of node {node_id!r} of plan run {run_id!r} cannot be read: its "
+            f"archived blob {digest} {detail} / 计划节点结果丢失或损坏",
+            run_id=run_id,
+            node_id=node_id,
+            digest=digest,
+            reason=reason,
+        )
+        self.run_id = run_id
+        self.node_id = node_id
+        self.digest = digest
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +226,9 @@ class PlanRuns(Protocol):
 
     async def claim(self, run_id: str, *, lease: float = DEFAULT_LEASE_SECONDS) -> PlanClaim:
         """Take the run over for resuming: ``claimed`` when it is running and nobody holds a
-        live lease, else ``held`` or ``finished``. ``RunNotFoundError`` for an unknown id."""
+        live lease, else ``held`` or ``finished``. ``RunNotFoundError`` for an unknown id;
+        ``PlanResultLostError`` when a node's result cannot be read (a claim taken is then
+        released again: nothing can be resumed without the results it renders from)."""
         ...
 
     async def renew(self, run_id: str, token: int, *, lease: float) -> PlanRun:
@@ -210,8 +251,9 @@ class PlanRuns(Protocol):
         error: RunError | None = None,
     ) -> NodeRun:
         """Move a node along :data:`NODE_TRANSITIONS` and commit it at once; ``result`` is
-        kept for ``succeeded``, ``error`` for ``failed``. Fenced; ``NodeTransitionError`` for
-        a move not allowed; ``InvalidInputError`` for an unknown node or a non-JSON result."""
+        kept for ``succeeded`` (its blob archived before the commit), ``error`` for
+        ``failed``. Fenced; ``NodeTransitionError`` for a move not allowed;
+        ``InvalidInputError`` for an unknown node or a non-JSON (or too large) result."""
         ...
 
     async def set_nodes(
@@ -249,7 +291,8 @@ class PlanRuns(Protocol):
         ...
 
     async def get(self, run_id: str) -> PlanRun | None:
-        """The run with its nodes, ``None`` when unknown."""
+        """The run with its nodes, ``None`` when unknown; ``PlanResultLostError`` when a
+        node's archived result cannot be read (as for every read that returns nodes)."""
         ...
 
     async def list_runs(

@@ -16,16 +16,20 @@ from hermes.errors import (
     LeaseLostError,
     NodeTransitionError,
     RunNotFoundError,
+    StoreError,
 )
+from hermes.memory.archive import ArchiveUpkeep
 from hermes.tools.plan_runs import (
     NODE_TRANSITIONS,
     NodeChange,
     NodeStatus,
     PlanClaim,
+    PlanResultLostError,
+    PlanRun,
     PlanRuns,
     RunError,
 )
-from tests.storage.backends import RunsBackend
+from tests.storage.backends import ArchiveBackend, RunsBackend
 from tests.storage.conformance import racers
 from tests.storage.conformance.conftest import FakeClock
 
@@ -466,3 +470,201 @@ async def test_runs_and_node_outcomes_survive_a_reopen(durable: RunsBackend, clo
         await reopened.set_node(claim.run.run_id, claim.token, "n2", "running")
     finally:
         await reopened.close()
+
+
+# -- results by archive hash -------------------------------------------------------------------
+
+
+@pytest.fixture
+def results_archive(runs_backend: RunsBackend) -> ArchiveBackend:
+    """Where the backend archives its nodes' results (skipped where they stay in the records)."""
+    if runs_backend.plan_results is None:
+        pytest.skip(f"{runs_backend.name} keeps results in its records (no archive)")
+    return runs_backend.plan_results
+
+
+async def _succeeded(runs: PlanRuns, result: Any, node_id: str = "n1") -> PlanClaim:
+    claim = await _create(runs)
+    await runs.set_node(claim.run.run_id, claim.token, node_id, "running")
+    await runs.set_node(claim.run.run_id, claim.token, node_id, "succeeded", result=result)
+    return claim
+
+
+async def test_a_result_is_archived_and_its_node_names_the_blob(
+    plan_runs: PlanRuns, results_archive: ArchiveBackend
+):
+    claim = await _create(plan_runs)
+    run_id, token = claim.run.run_id, claim.token
+    await plan_runs.set_node(run_id, token, "n1", "running")
+    result = {"zeta": 1, "room_id": "A101", "note": "二楼", "rooms": [None, True, 1.5]}
+    done = await plan_runs.set_node(run_id, token, "n1", "succeeded", result=result)
+    assert done.result_hash is not None
+    assert results_archive.read_raw(done.result_hash) is not None  # the blob is there
+    assert done.result == result
+    stored = await plan_runs.get(run_id)
+    assert stored is not None
+    assert stored.nodes["n1"] == done
+    assert list(stored.nodes["n1"].result) == ["zeta", "room_id", "note", "rooms"]  # key order
+    assert stored.nodes["n2"].result_hash is None  # no result, no blob
+
+
+async def test_every_read_of_a_run_gives_the_archived_results_back(
+    durable: RunsBackend, clock: FakeClock
+):
+    first = durable.open_plan_runs(clock)
+    claim = await _two_succeeded(first)
+    run_id, token = claim.run.run_id, claim.token
+    await first.close()
+    fresh = durable.open_plan_runs(clock)  # nothing of the writer's cache
+    try:
+        for run in (await fresh.get(run_id), await fresh.renew(run_id, token, lease=60.0),
+                    await fresh.request_cancel(run_id)):  # fmt: skip
+            assert run is not None
+            assert [run.nodes[n].result for n in NODES] == [{}, {}, None]
+        compensated = await fresh.record_compensation(run_id, token, "n2")
+        assert (compensated.status, compensated.result) == ("compensated", {})
+        ended = await fresh.finish(run_id, token, status="compensated")
+        assert ended.nodes["n2"].result == {}
+    finally:
+        await fresh.close()
+
+
+async def test_a_batch_archives_each_result_before_its_commit(
+    plan_runs: PlanRuns, results_archive: ArchiveBackend
+):
+    claim = await _create(plan_runs)
+    moved = await plan_runs.set_nodes(
+        claim.run.run_id,
+        claim.token,
+        [NodeChange(n, "running") for n in NODES]
+        + [NodeChange(n, "succeeded", result={"n": n}) for n in NODES],
+    )
+    assert [(n.result, n.result_hash is not None) for n in moved] == [
+        ({"n": n}, True) for n in NODES
+    ]
+    hashes = {n.result_hash for n in moved}
+    assert len(hashes) == 3  # one blob per node, even for equal results
+    assert all(results_archive.read_raw(h) is not None for h in hashes if h is not None)
+
+
+async def test_a_refused_write_leaves_no_blob_behind(
+    plan_runs: PlanRuns, results_archive: ArchiveBackend
+):
+    claim = await _create(plan_runs)
+    run_id, token = claim.run.run_id, claim.token
+    before = await _blob_count(results_archive)
+    with pytest.raises(NodeTransitionError):  # n2 never ran: the whole batch is refused
+        await plan_runs.set_nodes(run_id, token, [
+            NodeChange("n1", "running"), NodeChange("n1", "succeeded", result={"a": 1}),
+            NodeChange("n2", "succeeded", result={"b": 2}),
+        ])  # fmt: skip
+    with pytest.raises(LeaseLostError):
+        await plan_runs.set_node(run_id, token + 1, "n1", "succeeded", result={"c": 3})
+    assert await _blob_count(results_archive) == before
+    done = await _succeeded(plan_runs, {"d": 4})
+    with pytest.raises(NodeTransitionError):  # the same result again: the first blob stays
+        await plan_runs.set_node(done.run.run_id, done.token, "n1", "succeeded", result={"d": 4})
+    stored = await plan_runs.get(done.run.run_id)
+    assert stored is not None
+    assert stored.nodes["n1"].result == {"d": 4}
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt", "another node's"])
+async def test_a_result_whose_blob_is_lost_is_a_typed_error_naming_run_and_node(
+    durable: RunsBackend, clock: FakeClock, damage: str
+):
+    archive = durable.plan_results
+    assert archive is not None
+    first = durable.open_plan_runs(clock)
+    claim = await _succeeded(first, {"room_id": "A101"})
+    other = await _succeeded(first, {"room_id": "B202"}, node_id="n2")
+    run_id = claim.run.run_id
+    stored = await first.get(run_id)
+    await first.close()
+    assert stored is not None
+    digest = stored.nodes["n1"].result_hash
+    assert digest is not None
+    if damage == "missing":
+        await _delete_blob(archive, digest)
+    elif damage == "corrupt":
+        archive.write_raw(digest, b"HMA1z" + b"\x00" * 20)  # a torn write
+    else:
+        theirs = (await _get_fresh(durable, clock, other.run.run_id)).nodes["n2"].result_hash
+        assert theirs is not None
+        raw = archive.read_raw(theirs)
+        assert raw is not None
+        archive.write_raw(digest, raw)  # a blob that verifies, but is another node's
+    fresh = durable.open_plan_runs(clock)
+    try:
+        with pytest.raises(PlanResultLostError) as caught:
+            await fresh.get(run_id)
+        error = caught.value
+        assert (error.run_id, error.node_id, error.digest) == (run_id, "n1", digest)
+        assert run_id in error.message
+        assert "'n1'" in error.message
+        assert error.code == "plan_result_lost"
+        assert isinstance(error, StoreError)  # the edges report it as the store's failure
+        assert await fresh.get(other.run.run_id) is not None  # other runs read on
+    finally:
+        await fresh.close()
+
+
+async def test_a_run_whose_result_is_lost_is_not_left_claimed(
+    durable: RunsBackend, clock: FakeClock
+):
+    archive = durable.plan_results
+    assert archive is not None
+    first = durable.open_plan_runs(clock)
+    claim = await _succeeded(first, {"room_id": "A101"})
+    run_id = claim.run.run_id
+    await first.release(run_id, claim.token)
+    digest = (await _get_fresh(durable, clock, run_id)).nodes["n1"].result_hash
+    await first.close()
+    assert digest is not None
+    await _delete_blob(archive, digest)
+    fresh = durable.open_plan_runs(clock)
+    try:
+        with pytest.raises(PlanResultLostError, match="n1"):
+            await fresh.claim(run_id, lease=60.0)
+        with pytest.raises(PlanResultLostError):  # released again: claimable, still lost
+            await fresh.claim(run_id, lease=60.0)
+    finally:
+        await fresh.close()
+
+
+async def test_erasing_a_user_deletes_their_result_blobs_only(
+    plan_runs: PlanRuns, results_archive: ArchiveBackend
+):
+    mine = await _succeeded(plan_runs, {"same": "result"})
+    kept = await _create(plan_runs, user_id="u-keep")
+    await plan_runs.set_node(kept.run.run_id, kept.token, "n1", "running")
+    await plan_runs.set_node(
+        kept.run.run_id, kept.token, "n1", "succeeded", result={"same": "result"}
+    )
+    assert await _blob_count(results_archive) == 2
+    assert await plan_runs.delete_user("u1") == 1
+    assert await plan_runs.get(mine.run.run_id) is None
+    stored = await plan_runs.get(kept.run.run_id)
+    assert stored is not None
+    assert stored.nodes["n1"].result == {"same": "result"}  # an equal result, its own blob
+    assert await _blob_count(results_archive) == 1
+
+
+async def _get_fresh(backend: RunsBackend, clock: FakeClock, run_id: str) -> PlanRun:
+    runs = backend.open_plan_runs(clock)
+    try:
+        run = await runs.get(run_id)
+    finally:
+        await runs.close()
+    assert run is not None
+    return run
+
+
+async def _delete_blob(backend: ArchiveBackend, digest: str) -> None:
+    assert await backend.open().delete(digest)
+
+
+async def _blob_count(backend: ArchiveBackend) -> int:
+    archive = backend.open()
+    assert isinstance(archive, ArchiveUpkeep)
+    return len(await archive.digests_before(float("inf")))

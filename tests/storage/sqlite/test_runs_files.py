@@ -29,6 +29,8 @@ from hermes.storage.sqlite.sessions import SQLiteStore
 from hermes.tools.plan_runs import PlanRuns
 
 Opener = Callable[..., Any]
+#: The schema version each file is at (plans.db 2: results by archive hash).
+VERSIONS = {"events.db": 1, "jobs.db": 1, "plans.db": 2}
 KINDS: list[tuple[str, Opener, type]] = [
     ("events.db", open_event_dedupe, SQLiteEventDedupe),
     ("jobs.db", open_job_runs, SQLiteJobRuns),
@@ -103,7 +105,7 @@ def test_paths_urls_and_other_stores(tmp_path: Path):
 # -- the files ---------------------------------------------------------------------------------
 
 
-async def test_each_file_is_in_wal_mode_at_schema_version_one(
+async def test_each_file_is_in_wal_mode_at_its_schema_version(
     tmp_path: Path, kind: tuple[str, Opener, type]
 ):
     filename, opener, _ = kind
@@ -112,7 +114,7 @@ async def test_each_file_is_in_wal_mode_at_schema_version_one(
     conn = sqlite3.connect(tmp_path / filename)
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == VERSIONS[filename]
     finally:
         conn.close()
 

@@ -7,18 +7,30 @@ one row per node. Every write is one ``BEGIN IMMEDIATE`` transaction that first 
 run's token and status and then writes, so a claim taken over by another process (a larger
 token) makes every later write of the old holder fail with ``LeaseLostError``, and two
 processes resuming one run cannot both win (the second reads the first's live lease).
+
+A node's result over ``inline_max`` bytes of JSON is a blob of the archive handed in
+(``plan-results/`` beside the file: ``hermes.storage.sqlite.plan_results`` says why and what a
+blob holds), put *before* the transaction that writes its hash into
+``plan_nodes.result_hash``; a write refused after that (a lost claim, a move not allowed)
+deletes the blobs it put. Rows of schema version 1 kept their result inline in
+``plan_nodes.result``: they read as they always did (version 2 only added the column); so do
+results up to ``inline_max``, and every result of a ``:memory:`` database, with no directory
+beside it.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hermes.errors import LeaseLostError, NodeTransitionError, RunNotFoundError
-from hermes.storage.sqlite.leases import RunsFile, dump_json, load_json, next_token
+from hermes.errors import LeaseLostError, NodeTransitionError, RunNotFoundError, StoreError
+from hermes.storage.sqlite.leases import Clock, RunsFile, dump_json, load_json, next_token
 from hermes.storage.sqlite.migrations import Migration
+from hermes.storage.sqlite.plan_results import NO_RESULT, PlanResults, StoredResult
 from hermes.storage.sqlite.support import write_transaction
 from hermes.tools.plan_runs import (
     DEFAULT_LEASE_SECONDS,
@@ -27,6 +39,7 @@ from hermes.tools.plan_runs import (
     NodeRun,
     NodeStatus,
     PlanClaim,
+    PlanResultLostError,
     PlanRun,
     PlanRunSummary,
     PlanStatus,
@@ -35,6 +48,9 @@ from hermes.tools.plan_runs import (
     check_node_transition,
     new_plan_run_id,
 )
+
+if TYPE_CHECKING:  # the memory package loads only where an archive is opened (storage/open.py)
+    from hermes.memory.archive import Archive
 
 MIGRATIONS: list[Migration] = [
     (
@@ -78,6 +94,9 @@ MIGRATIONS: list[Migration] = [
         ) WITHOUT ROWID
         """,
     ),
+    # 2: a succeeded node's result moves to the archive, the row keeps the blob's hash;
+    # ``result`` stays for the rows written before (and a database with no archive).
+    ("ALTER TABLE plan_nodes ADD COLUMN result_hash TEXT",),
 ]
 
 _RUN_COLUMNS = (
@@ -88,7 +107,8 @@ _SUMMARY_COLUMNS = (
     "run_id, plan, status, started_at, finished_at, user_id, session_id, trace_id, lease_until"
 )
 _NODE_COLUMNS = (
-    "node_id, status, result, error, compensation_error, attempts, started_at, finished_at"
+    "node_id, status, result, error, compensation_error, attempts, started_at, finished_at, "
+    "result_hash"
 )
 _SELECT_RUN = f"SELECT {_RUN_COLUMNS} FROM plan_runs WHERE run_id = ?"
 _SELECT_NODES = f"SELECT {_NODE_COLUMNS} FROM plan_nodes WHERE run_id = ? ORDER BY position"
@@ -120,10 +140,12 @@ def _load_error(text: str | None) -> RunError | None:
 
 
 def _node(row: Any) -> NodeRun:
-    node_id, status, result, error, comp_error, attempts, started, finished = row
+    """A node as its row holds it: an archived result is still to be read (``result_hash``;
+    :meth:`PlanResults.resolve`), an inline one is parsed here."""
+    node_id, status, result, error, comp_error, attempts, started, finished, digest = row
     return NodeRun(
         node_id, status, load_json(result, "node result"), _load_error(error),
-        _load_error(comp_error), attempts, started, finished,
+        _load_error(comp_error), attempts, started, finished, digest,
     )  # fmt: skip
 
 
@@ -227,7 +249,7 @@ def _set_node(
     key: tuple[str, int, str],
     status: NodeStatus,
     *,
-    result: str | None,
+    result: StoredResult,
     error: str | None,
     now: float,
 ) -> NodeRun:
@@ -239,7 +261,7 @@ def _set_nodes(
     conn: sqlite3.Connection,
     run_id: str,
     token: int,
-    changes: Sequence[tuple[str, NodeStatus, str | None, str | None]],
+    changes: Sequence[tuple[str, NodeStatus, StoredResult, str | None]],
     now: float,
 ) -> list[NodeRun]:
     """The moves in one transaction: the claim checked once, the nodes read once, each move
@@ -275,7 +297,7 @@ def _move_node(
     key: tuple[str, int, str],
     status: NodeStatus,
     *,
-    result: str | None,
+    result: StoredResult,
     error: str | None,
     now: float,
 ) -> NodeRun:
@@ -292,20 +314,23 @@ def _update_node(
     key: tuple[str, str],
     status: NodeStatus,
     *,
-    result: str | None,
+    result: StoredResult,
     error: str | None,
     now: float,
 ) -> None:
     if status == "running":
         sql = (
             "UPDATE plan_nodes SET status = 'running', attempts = attempts + 1, "
-            "started_at = ?, finished_at = NULL, result = NULL, error = NULL"
+            "started_at = ?, finished_at = NULL, result = NULL, result_hash = NULL, error = NULL"
         )
         values: tuple[Any, ...] = (now,)
     else:
-        sql = "UPDATE plan_nodes SET status = ?, finished_at = ?, result = ?, error = ?"
-        values = (status, now, result if status == "succeeded" else None,
-                  error if status == "failed" else None)  # fmt: skip
+        kept = result if status == "succeeded" else NO_RESULT
+        sql = (
+            "UPDATE plan_nodes SET status = ?, finished_at = ?, result = ?, result_hash = ?, "
+            "error = ?"
+        )
+        values = (status, now, kept.inline, kept.digest, error if status == "failed" else None)
     conn.execute(sql + " WHERE run_id = ? AND node_id = ?", (*values, *key))
 
 
@@ -398,19 +423,53 @@ def _list(
     return [PlanRunSummary(*row) for row in conn.execute(sql, (*values, limit)).fetchall()]
 
 
-def _delete_user(conn: sqlite3.Connection, user_id: str) -> int:
+def _delete_user(conn: sqlite3.Connection, user_id: str) -> tuple[int, list[str]]:
+    """Delete the user's runs (their nodes go with them); the count and the result blobs
+    their nodes named (each one node's own: nothing else names them)."""
     with write_transaction(conn):
-        return conn.execute("DELETE FROM plan_runs WHERE user_id = ?", (user_id,)).rowcount
+        digests = [
+            row[0]
+            for row in conn.execute(
+                "SELECT n.result_hash FROM plan_nodes AS n JOIN plan_runs AS r USING (run_id) "
+                "WHERE r.user_id = ? AND n.result_hash IS NOT NULL",
+                (user_id,),
+            )
+        ]
+        count = conn.execute("DELETE FROM plan_runs WHERE user_id = ?", (user_id,)).rowcount
+    return count, digests
+
+
+def _named(conn: sqlite3.Connection, run_id: str, digests: Sequence[str]) -> set[str]:
+    """Which of ``digests`` a node of ``run_id`` names (a refused write's blobs that an
+    earlier, committed write of the same content named already)."""
+    marks = ", ".join("?" * len(digests))
+    sql = f"SELECT result_hash FROM plan_nodes WHERE run_id = ? AND result_hash IN ({marks})"
+    return {row[0] for row in conn.execute(sql, (run_id, *digests))}
 
 
 class SQLitePlanRuns(RunsFile):
     """A :class:`~hermes.tools.plan_runs.PlanRuns` on one SQLite file (WAL); ``path``,
     ``clock`` and ``busy_timeout`` as for :class:`~hermes.storage.sqlite.leases.RunsFile`.
+    ``archive`` holds the nodes' results over ``inline_max`` bytes of JSON (``storage/open.py``
+    hands in ``plan-results/`` beside the file and 1,000 bytes); ``None`` keeps them all in
+    the rows (a ``:memory:`` database).
     """
 
     kind = "plan runs store"
     migrations = MIGRATIONS
     thread = "hermes-plans"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        archive: Archive | None,
+        inline_max: int = 0,
+        clock: Clock = time.time,
+        busy_timeout: float = 5.0,
+    ) -> None:
+        self.results = PlanResults(archive, inline_max=inline_max)
+        super().__init__(path, clock=clock, busy_timeout=busy_timeout)
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA foreign_keys = ON")
@@ -437,11 +496,18 @@ class SQLitePlanRuns(RunsFile):
 
     async def claim(self, run_id: str, *, lease: float = DEFAULT_LEASE_SECONDS) -> PlanClaim:
         """See :meth:`hermes.tools.plan_runs.PlanRuns.claim`."""
-        return await self._run("claim", _claim, run_id, lease, self._clock())
+        claim = await self._run("claim", _claim, run_id, lease, self._clock())
+        try:
+            return PlanClaim(claim.outcome, await self.results.resolve(claim.run))
+        except PlanResultLostError:
+            if claim.outcome == "claimed":  # nothing can resume without its results
+                await self.release(run_id, claim.token)
+            raise
 
     async def renew(self, run_id: str, token: int, *, lease: float) -> PlanRun:
         """See :meth:`hermes.tools.plan_runs.PlanRuns.renew`."""
-        return await self._run("renew", _renew, run_id, token, self._clock() + lease)
+        run = await self._run("renew", _renew, run_id, token, self._clock() + lease)
+        return await self.results.resolve(run)
 
     async def release(self, run_id: str, token: int) -> None:
         """See :meth:`hermes.tools.plan_runs.PlanRuns.release`."""
@@ -458,38 +524,58 @@ class SQLitePlanRuns(RunsFile):
         error: RunError | None = None,
     ) -> NodeRun:
         """See :meth:`hermes.tools.plan_runs.PlanRuns.set_node`."""
-        stored = None if result is None else dump_json(result, f"the result of node {node_id!r}")
+        stored = NO_RESULT
+        if status == "succeeded":
+            stored = await self.results.store(run_id, token, node_id, result)
         key = (run_id, token, node_id)
-        return await self._run(
-            "set_node", _set_node, key, status, result=stored, error=_dump_error(error),
-            now=self._clock(),
-        )  # fmt: skip
+        try:
+            node = await self._run(
+                "set_node", _set_node, key, status, result=stored, error=_dump_error(error),
+                now=self._clock(),
+            )  # fmt: skip
+        except BaseException:  # the blob put for a refused write is deleted, then re-raised
+            await self._discard_unnamed(run_id, [stored.digest])
+            raise
+        return await self.results.resolve_node(run_id, node)
 
     async def set_nodes(
         self, run_id: str, token: int, changes: Sequence[NodeChange]
     ) -> list[NodeRun]:
         """See :meth:`hermes.tools.plan_runs.PlanRuns.set_nodes`."""
-        rows = [
-            (
-                c.node_id,
-                c.status,
-                None
-                if c.result is None
-                else dump_json(c.result, f"the result of node {c.node_id!r}"),
-                _dump_error(c.error),
-            )
-            for c in changes
-        ]
-        if not rows:
+        if not changes:
             return []
-        return await self._run("set_nodes", _set_nodes, run_id, token, rows, self._clock())
+        rows: list[tuple[str, NodeStatus, StoredResult, str | None]] = []
+        try:
+            for c in changes:  # every blob is written before the commit that names it
+                stored = NO_RESULT
+                if c.status == "succeeded":
+                    stored = await self.results.store(run_id, token, c.node_id, c.result)
+                rows.append((c.node_id, c.status, stored, _dump_error(c.error)))
+            nodes = await self._run("set_nodes", _set_nodes, run_id, token, rows, self._clock())
+        except BaseException:  # the blobs put for a refused batch are deleted, then re-raised
+            await self._discard_unnamed(run_id, [row[2].digest for row in rows])
+            raise
+        return [await self.results.resolve_node(run_id, node) for node in nodes]
+
+    async def _discard_unnamed(self, run_id: str, digests: Sequence[str | None]) -> None:
+        """Delete the blobs of a refused write that no committed row names (one that names
+        the same blob was written before by the same holder: it stays)."""
+        put = [digest for digest in digests if digest is not None]
+        if not put:
+            return
+        try:
+            named = await self._run("check results", _named, run_id, put)
+        except StoreError:
+            return  # unknown: keep them (a blob no row names is served to nobody)
+        await self.results.discard(digest for digest in put if digest not in named)
 
     async def record_compensation(
         self, run_id: str, token: int, node_id: str, *, error: RunError | None = None
     ) -> NodeRun:
         """See :meth:`hermes.tools.plan_runs.PlanRuns.record_compensation`."""
         key = (run_id, token, node_id)
-        return await self._run("record_compensation", _compensate, key, _dump_error(error))
+        node = await self._run("record_compensation", _compensate, key, _dump_error(error))
+        return await self.results.resolve_node(run_id, node)
 
     async def finish(
         self,
@@ -505,15 +591,18 @@ class SQLitePlanRuns(RunsFile):
             raise ValueError(f"a plan run cannot finish as {status!r}")
         stored = None if outputs is None else dump_json(dict(outputs), "the plan outputs")
         values = (status, stored, _dump_error(error))
-        return await self._run("finish", _finish, run_id, token, values, self._clock())
+        run = await self._run("finish", _finish, run_id, token, values, self._clock())
+        return await self.results.resolve(run)
 
     async def request_cancel(self, run_id: str) -> PlanRun:
         """See :meth:`hermes.tools.plan_runs.PlanRuns.request_cancel`."""
-        return await self._run("request_cancel", _request_cancel, run_id, self._clock())
+        run = await self._run("request_cancel", _request_cancel, run_id, self._clock())
+        return await self.results.resolve(run)
 
     async def get(self, run_id: str) -> PlanRun | None:
         """See :meth:`hermes.tools.plan_runs.PlanRuns.get`."""
-        return await self._run("get", _read_run, run_id)
+        run = await self._run("get", _read_run, run_id)
+        return None if run is None else await self.results.resolve(run)
 
     async def list_runs(
         self,
@@ -530,4 +619,6 @@ class SQLitePlanRuns(RunsFile):
 
     async def delete_user(self, user_id: str) -> int:
         """See :meth:`hermes.tools.plan_runs.PlanRuns.delete_user`."""
-        return await self._run("delete_user", _delete_user, user_id)
+        count, digests = await self._run("delete_user", _delete_user, user_id)
+        await self.results.discard(digests)  # after the commit: no row names them any more
+        return count
